@@ -60,7 +60,7 @@ def parse_size(value: Any, what: str = "size") -> int:
         unit = m.group(2).lower() if m else None
         if m is None or unit not in _UNITS:
             raise ConfigError(
-                f"{what} {value!r} is not a size; write e.g. 32768, \"48 KiB\" or \"2 MiB\""
+                f'{what} {value!r} is not a size; write e.g. 32768, "48 KiB" or "2 MiB"'
             )
         scaled = float(m.group(1)) * _UNITS[unit]
         if not scaled.is_integer():
@@ -169,7 +169,9 @@ class HierarchyConfig:
         if not levels:
             raise ConfigError("a hierarchy needs at least one cache level")
         if len(levels) > MAX_LEVELS:
-            raise ConfigError(f"a hierarchy may have at most {MAX_LEVELS} levels, got {len(levels)}")
+            raise ConfigError(
+                f"a hierarchy may have at most {MAX_LEVELS} levels, got {len(levels)}"
+            )
         for lvl in levels:
             if not isinstance(lvl, LevelConfig):
                 raise ConfigError(f"levels must be LevelConfig objects, got {lvl!r}")

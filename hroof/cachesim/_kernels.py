@@ -1,0 +1,519 @@
+"""Numba kernels of the cache simulator.
+
+Architecture
+------------
+All state lives in flat NumPy arrays, bundled in named tuples (see
+:mod:`hroof.cachesim.simulator` for how they are built and grown):
+
+``tags`` (int64, one slot per way of every set of every level)
+    Level ``l``, set ``s`` occupies ``tags[off[l] + s*ways[l] : ... + ways[l]]``.
+    A slot holds ``(line << 1) | dirty`` or ``-1`` (empty). Within a set the
+    slots are kept in recency order, MRU first, and valid slots form a prefix.
+    A hit at position ``p`` scans ``p + 1`` slots and shifts ``p``; on
+    streams with temporal locality ``p`` is almost always 0 or 1, which is
+    what makes the hit path fast (no timestamps to compare).
+
+    Worked example, 1 set x 4 ways, lines A B C loaded then B stored::
+
+        load A   [A  -  -  -]
+        load B   [B  A  -  -]
+        load C   [C  B  A  -]
+        store B  [B* C  A  -]      (* = dirty bit)
+
+``ctr`` (int64, levels x NCTR)
+    Per-level counters, indices ``C_*`` below.
+
+Classification state (only when classifying):
+
+flag pages
+    One uint32 word per distinct line touched: bit ``l`` = seen at level
+    ``l``, bit ``16 + l`` = written back from level ``l`` at least once.
+    Lines are grouped in pages of ``PAGE`` lines; an open-addressing hash
+    table maps ``line >> PAGE_BITS`` to a page. Dense traces cost 4 bytes per
+    line touched.
+
+shadows
+    Per level, a fully-associative LRU cache of the level's capacity in
+    lines: a doubly-linked list of nodes (``sh_key``, ``sh_prev``,
+    ``sh_next``) in recency order plus a linear-probing hash table
+    (``sh_tab``) from line to node, so every operation is O(1) expected
+    whatever the capacity (an L3 of 500 000 lines costs the same per event
+    as an L1 of 768).
+
+Kernels never allocate in the hot loop. When the flag pages or their hash
+table run short, :func:`run_chunk` stops before the access that could
+overflow them and returns its index; the Python driver grows the arrays and
+calls again from there, so results never depend on where that happens.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from hroof.cachesim._jit import INLINE, JIT
+
+# Request kinds travelling down the hierarchy.
+REQ_LOAD = 0
+REQ_STORE = 1
+REQ_RFO = 2
+
+# Access kinds in traces.
+KIND_LOAD = 0
+KIND_STORE = 1
+KIND_NT = 2
+
+# Per-level counters.
+C_LOOKUPS = 0
+C_MISSES = 1
+C_WA_FILLS = 2
+C_FWD = 3
+C_FWD_BYTES = 4
+C_WB_IN = 5
+C_WB_OUT = 6
+C_WB_FIRST = 7
+C_INVAL = 8
+C_COMP = 9  # misses by class: +0 compulsory, +1 capacity, +2 conflict
+C_LOAD_COMP = 12  # load-caused fills by class
+C_FWD_COMP_BYTES = 15  # forwarded-store bytes by class
+NCTR = 18
+
+# Core counters.
+K_LOADS = 0
+K_STORES = 1
+K_NT = 2
+K_BYTES_LOADED = 3
+K_BYTES_STORED = 4
+K_BYTES_NT = 5
+NCORE = 6
+
+PAGE_BITS = 9
+PAGE = 1 << PAGE_BITS
+SEEN_BIT0 = 0
+WB_BIT0 = 16
+
+# Page-table meta slots.
+M_NPAGES = 0
+M_PT_USED = 1
+M_LAST_REGION = 2
+M_LAST_PAGE = 3
+NMETA = 4
+
+# Shadow meta columns (per level).
+S_HEAD = 0
+S_TAIL = 1
+S_USED = 2  # nodes ever handed out
+S_NFREE = 3  # nodes on the free stack
+NSMETA = 4
+
+_GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
+
+Geometry = namedtuple("Geometry", ["ways", "nsets", "off", "mask", "wa", "line_bits", "nlevels"])
+State = namedtuple("State", ["tags", "ctr", "core", "bases"])
+Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta"])
+Shadow = namedtuple(
+    "Shadow",
+    ["key", "prev", "next", "free", "tab", "noff", "ncap", "toff", "tbits", "meta"],
+)
+
+
+@njit(**INLINE)
+def _hash(key, bits):
+    """Fibonacci hashing: the top ``bits`` bits of ``key * golden``."""
+    return ((key * _GOLDEN) >> (64 - bits)) & ((1 << bits) - 1)
+
+
+# --------------------------------------------------------------------- sets
+@njit(**INLINE)
+def _set_base(geo, lvl, line):
+    m = geo.mask[lvl]
+    if m >= 0:
+        s = line & m
+    else:
+        s = line % geo.nsets[lvl]
+    return geo.off[lvl] + s * geo.ways[lvl]
+
+
+@njit(**INLINE)
+def _find(tags, base, ways, line):
+    for p in range(ways):
+        if (tags[base + p] >> 1) == line:
+            return p
+    return -1
+
+
+@njit(**INLINE)
+def _to_front(tags, base, p, dirty):
+    t = tags[base + p] | dirty
+    for q in range(p, 0, -1):
+        tags[base + q] = tags[base + q - 1]
+    tags[base] = t
+
+
+@njit(**INLINE)
+def _insert(tags, base, ways, line, dirty):
+    """Insert ``line`` as MRU; return the evicted slot value (-1 if none)."""
+    victim = tags[base + ways - 1]
+    for q in range(ways - 1, 0, -1):
+        tags[base + q] = tags[base + q - 1]
+    tags[base] = (line << 1) | dirty
+    return victim
+
+
+@njit(**JIT)
+def _remove(tags, base, ways, p):
+    for q in range(p, ways - 1):
+        tags[base + q] = tags[base + q + 1]
+    tags[base + ways - 1] = -1
+
+
+# --------------------------------------------------------------- flag pages
+@njit(**INLINE)
+def _flag_index(fl, line):
+    """Index into ``fl.pages`` of ``line``'s flag word, creating its page."""
+    region = line >> PAGE_BITS
+    meta = fl.meta
+    if meta[M_LAST_REGION] == region:
+        return meta[M_LAST_PAGE] * PAGE + (line & (PAGE - 1))
+    keys = fl.pt_keys
+    cap = keys.shape[0]
+    bits = 0
+    while (1 << bits) < cap:
+        bits += 1
+    h = _hash(region, bits)
+    while True:
+        k = keys[h]
+        if k == region:
+            page = fl.pt_vals[h]
+            break
+        if k == -1:
+            page = meta[M_NPAGES]
+            meta[M_NPAGES] = page + 1
+            meta[M_PT_USED] += 1
+            keys[h] = region
+            fl.pt_vals[h] = page
+            break
+        h = (h + 1) & (cap - 1)
+    meta[M_LAST_REGION] = region
+    meta[M_LAST_PAGE] = page
+    return page * PAGE + (line & (PAGE - 1))
+
+
+@njit(**JIT)
+def rehash_pages(old_keys, old_vals, new_keys, new_vals):
+    """Move every region of a page table into a larger, empty one."""
+    cap = new_keys.shape[0]
+    bits = 0
+    while (1 << bits) < cap:
+        bits += 1
+    for i in range(old_keys.shape[0]):
+        k = old_keys[i]
+        if k == -1:
+            continue
+        h = _hash(k, bits)
+        while new_keys[h] != -1:
+            h = (h + 1) & (cap - 1)
+        new_keys[h] = k
+        new_vals[h] = old_vals[i]
+
+
+# ------------------------------------------------------------------ shadows
+@njit(**INLINE)
+def _sh_lookup(sh, lvl, line):
+    """Return (node, slot): the node holding ``line`` (-1) and its table slot."""
+    bits = sh.tbits[lvl]
+    toff = sh.toff[lvl]
+    mask = (1 << bits) - 1
+    h = _hash(line, bits)
+    while True:
+        nd = sh.tab[toff + h]
+        if nd < 0 or sh.key[nd] == line:
+            return nd, h
+        h = (h + 1) & mask
+
+
+@njit(**INLINE)
+def _sh_unlink(sh, lvl, nd):
+    pv = sh.prev[nd]
+    nx = sh.next[nd]
+    if pv >= 0:
+        sh.next[pv] = nx
+    else:
+        sh.meta[lvl, S_HEAD] = nx
+    if nx >= 0:
+        sh.prev[nx] = pv
+    else:
+        sh.meta[lvl, S_TAIL] = pv
+
+
+@njit(**INLINE)
+def _sh_push_front(sh, lvl, nd):
+    head = sh.meta[lvl, S_HEAD]
+    sh.prev[nd] = -1
+    sh.next[nd] = head
+    if head >= 0:
+        sh.prev[head] = nd
+    else:
+        sh.meta[lvl, S_TAIL] = nd
+    sh.meta[lvl, S_HEAD] = nd
+
+
+@njit(**JIT)
+def _sh_tab_delete(sh, lvl, slot):
+    """Backward-shift deletion from the linear-probing table."""
+    bits = sh.tbits[lvl]
+    toff = sh.toff[lvl]
+    mask = (1 << bits) - 1
+    i = slot
+    j = slot
+    while True:
+        j = (j + 1) & mask
+        nd = sh.tab[toff + j]
+        if nd < 0:
+            break
+        k = _hash(sh.key[nd], bits)
+        # Move entry j into the hole at i unless its home k lies cyclically in (i, j].
+        if i <= j:
+            stays = i < k <= j
+        else:
+            stays = k > i or k <= j
+        if not stays:
+            sh.tab[toff + i] = nd
+            i = j
+    sh.tab[toff + i] = -1
+
+
+@njit(**INLINE)
+def _sh_touch(sh, lvl, line, allocate):
+    """Reference ``line`` in the fully-associative shadow; return True on a hit."""
+    head = sh.meta[lvl, S_HEAD]
+    if head >= 0 and sh.key[head] == line:
+        return True
+    nd, slot = _sh_lookup(sh, lvl, line)
+    if nd >= 0:
+        _sh_unlink(sh, lvl, nd)
+        _sh_push_front(sh, lvl, nd)
+        return True
+    if not allocate:
+        return False
+    if sh.meta[lvl, S_NFREE] > 0:
+        sh.meta[lvl, S_NFREE] -= 1
+        nd = sh.free[sh.noff[lvl] + sh.meta[lvl, S_NFREE]]
+    elif sh.meta[lvl, S_USED] < sh.ncap[lvl]:
+        nd = sh.noff[lvl] + sh.meta[lvl, S_USED]
+        sh.meta[lvl, S_USED] += 1
+    else:
+        # Evict the LRU node and reuse it.
+        nd = sh.meta[lvl, S_TAIL]
+        _sh_unlink(sh, lvl, nd)
+        _, vslot = _sh_lookup(sh, lvl, sh.key[nd])
+        _sh_tab_delete(sh, lvl, vslot)
+        # The deletion may have moved entries: find the new line's slot again.
+        _, slot = _sh_lookup(sh, lvl, line)
+    sh.key[nd] = line
+    sh.tab[sh.toff[lvl] + slot] = nd
+    _sh_push_front(sh, lvl, nd)
+    return False
+
+
+@njit(**JIT)
+def _sh_drop(sh, lvl, line):
+    nd, slot = _sh_lookup(sh, lvl, line)
+    if nd < 0:
+        return
+    _sh_unlink(sh, lvl, nd)
+    _sh_tab_delete(sh, lvl, slot)
+    sh.free[sh.noff[lvl] + sh.meta[lvl, S_NFREE]] = nd
+    sh.meta[lvl, S_NFREE] += 1
+
+
+# --------------------------------------------------------------- writebacks
+@njit(**JIT)
+def _count_writeback(st, fl, lvl, line, classify):
+    """A dirty ``line`` leaves level ``lvl``: count it (first or repeated)."""
+    st.ctr[lvl, C_WB_OUT] += 1
+    if classify:
+        fi = _flag_index(fl, line)
+        bit = np.uint32(1 << (WB_BIT0 + lvl))
+        if (fl.pages[fi] & bit) == 0:
+            fl.pages[fi] |= bit
+            st.ctr[lvl, C_WB_FIRST] += 1
+
+
+@njit(**JIT)
+def _writeback(geo, st, fl, sh, lvl, line, classify):
+    """Level ``lvl`` evicts dirty ``line``: send it down, cascading evictions."""
+    tags = st.tags
+    nlev = geo.nlevels
+    while True:
+        _count_writeback(st, fl, lvl, line, classify)
+        j = lvl + 1
+        if j >= nlev:
+            return  # to memory
+        st.ctr[j, C_WB_IN] += 1
+        if classify:
+            fi = _flag_index(fl, line)
+            fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + j))
+            _sh_touch(sh, j, line, True)
+        base = _set_base(geo, j, line)
+        ways = geo.ways[j]
+        p = _find(tags, base, ways, line)
+        if p >= 0:
+            _to_front(tags, base, p, 1)
+            return
+        victim = _insert(tags, base, ways, line, 1)
+        if victim < 0 or (victim & 1) == 0:
+            return
+        lvl = j
+        line = victim >> 1
+
+
+# ------------------------------------------------------------------ lookups
+@njit(**INLINE)
+def _access_line(geo, st, fl, sh, line, req, nbytes, classify):
+    """One lookup of ``line`` at L1 with request kind ``req`` (load or store)."""
+    tags = st.tags
+    ctr = st.ctr
+    bases = st.bases
+    nlev = geo.nlevels
+    alloc = 0  # bit l: level l fills the line
+    dirty = 0  # bit l: it fills dirty
+    depth = nlev
+    fi = -1
+    sh_hit = False
+    for lvl in range(nlev):
+        ctr[lvl, C_LOOKUPS] += 1
+        base = _set_base(geo, lvl, line)
+        bases[lvl] = base
+        ways = geo.ways[lvl]
+        p = _find(tags, base, ways, line)
+        fills = req != REQ_STORE or geo.wa[lvl] != 0
+        if classify:
+            sh_hit = _sh_touch(sh, lvl, line, fills)
+        if p >= 0:
+            _to_front(tags, base, p, 1 if req == REQ_STORE else 0)
+            depth = lvl
+            break
+        ctr[lvl, C_MISSES] += 1
+        cls = 0
+        if classify:
+            if fi < 0:
+                fi = _flag_index(fl, line)
+            bit = np.uint32(1 << (SEEN_BIT0 + lvl))
+            if (fl.pages[fi] & bit) == 0:
+                fl.pages[fi] |= bit
+                cls = 0
+            elif sh_hit:
+                cls = 2
+            else:
+                cls = 1
+            ctr[lvl, C_COMP + cls] += 1
+        if not fills:
+            # No-write-allocate store miss: forward the bytes, fill nothing.
+            ctr[lvl, C_FWD] += 1
+            ctr[lvl, C_FWD_BYTES] += nbytes
+            if classify:
+                ctr[lvl, C_FWD_COMP_BYTES + cls] += nbytes
+            continue
+        alloc |= 1 << lvl
+        if req == REQ_LOAD:
+            if classify:
+                ctr[lvl, C_LOAD_COMP + cls] += 1
+        else:
+            ctr[lvl, C_WA_FILLS] += 1
+            if req == REQ_STORE:
+                dirty |= 1 << lvl
+                req = REQ_RFO
+    # Fill bottom-up; each victim is written back after its level's fill.
+    for lvl in range(depth - 1, -1, -1):
+        if (alloc >> lvl) & 1:
+            victim = _insert(tags, bases[lvl], geo.ways[lvl], line, (dirty >> lvl) & 1)
+            if victim >= 0 and (victim & 1):
+                _writeback(geo, st, fl, sh, lvl, victim >> 1, classify)
+
+
+@njit(**JIT)
+def _nt_line(geo, st, fl, sh, line, classify):
+    """A non-temporal store to ``line``: invalidate every copy, pass dirt down."""
+    tags = st.tags
+    carry = 0
+    for j in range(geo.nlevels):
+        if carry:
+            st.ctr[j, C_WB_IN] += 1
+            if classify:
+                fi = _flag_index(fl, line)
+                fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + j))
+        base = _set_base(geo, j, line)
+        ways = geo.ways[j]
+        p = _find(tags, base, ways, line)
+        if p >= 0:
+            st.ctr[j, C_INVAL] += 1
+            carry |= tags[base + p] & 1
+            _remove(tags, base, ways, p)
+        if classify:
+            _sh_drop(sh, j, line)
+        if carry:
+            _count_writeback(st, fl, j, line, classify)
+
+
+@njit(**JIT)
+def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
+    """Simulate accesses ``start..`` of a chunk; return the index reached.
+
+    Returns ``len(addr)`` when the chunk is done, or the index of the first
+    access that might overflow the classification tables (grow, call again).
+    """
+    n = addr.shape[0]
+    lb = geo.line_bits
+    core = st.core
+    pages_cap = fl.pages.shape[0] // PAGE
+    pt_cap = fl.pt_keys.shape[0]
+    for i in range(start, n):
+        a = addr[i]
+        sz = size[i]
+        k = kind[i]
+        first = a >> lb
+        last = (a + sz - 1) >> lb
+        if classify:
+            need = last - first + 1
+            if fl.meta[M_NPAGES] + need > pages_cap or 2 * (fl.meta[M_PT_USED] + need) > pt_cap:
+                return i
+        if k == KIND_LOAD:
+            core[K_LOADS] += 1
+            core[K_BYTES_LOADED] += sz
+            req = REQ_LOAD
+        elif k == KIND_STORE:
+            core[K_STORES] += 1
+            core[K_BYTES_STORED] += sz
+            req = REQ_STORE
+        else:
+            core[K_NT] += 1
+            core[K_BYTES_NT] += sz
+            for line in range(first, last + 1):
+                _nt_line(geo, st, fl, sh, line, classify)
+            continue
+        if first == last:
+            _access_line(geo, st, fl, sh, first, req, sz, classify)
+        else:
+            for line in range(first, last + 1):
+                lo = max(a, line << lb)
+                hi = min(a + sz, (line + 1) << lb)
+                _access_line(geo, st, fl, sh, line, req, hi - lo, classify)
+    return n
+
+
+@njit(**JIT)
+def flush(geo, st, fl, sh, classify):
+    """Write back every dirty line: level by level, set by set, LRU to MRU."""
+    tags = st.tags
+    for lvl in range(geo.nlevels):
+        ways = geo.ways[lvl]
+        for s in range(geo.nsets[lvl]):
+            base = geo.off[lvl] + s * ways
+            for p in range(ways - 1, -1, -1):
+                t = tags[base + p]
+                if t >= 0 and (t & 1):
+                    tags[base + p] = t ^ 1
+                    _writeback(geo, st, fl, sh, lvl, t >> 1, classify)

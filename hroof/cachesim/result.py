@@ -1,0 +1,182 @@
+"""Immutable simulation results and their ``hroof.result/1`` JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "hroof.result/1"
+MISS_CLASSES = ("compulsory", "capacity", "conflict")
+TRAFFIC_PARTS = ("compulsory", "write_allocate", "capacity", "conflict")
+
+
+def _ai(flops: int | None, nbytes: int) -> float | None:
+    """Arithmetic intensity in FLOP/byte; None when flops are unknown or no bytes moved."""
+    if flops is None or nbytes == 0:
+        return None
+    return flops / nbytes
+
+
+@dataclass(frozen=True)
+class CoreCounts:
+    """What the core issued: accesses (not lines) and their bytes."""
+
+    loads: int = 0
+    stores: int = 0
+    nt_stores: int = 0
+    bytes_loaded: int = 0
+    bytes_stored: int = 0
+    bytes_nt: int = 0
+
+    @property
+    def accesses(self) -> int:
+        return self.loads + self.stores + self.nt_stores
+
+    def to_dict(self) -> dict:
+        return {
+            "loads": self.loads,
+            "stores": self.stores,
+            "nt_stores": self.nt_stores,
+            "bytes_loaded": self.bytes_loaded,
+            "bytes_stored": self.bytes_stored,
+            "bytes_nt": self.bytes_nt,
+        }
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """Counters of one cache level; see ``docs/cache-model.md`` for each field.
+
+    ``bytes`` are the bytes of this level (what it moves for the level above)
+    and ``traffic_below`` the four-part split of the bytes it moves to the
+    level below (None without classification).
+    """
+
+    name: str
+    size: int
+    ways: int
+    line: int
+    sets: int
+    lookups: int
+    hits: int
+    misses: int
+    misses_by_class: dict[str, int] | None
+    write_allocate_fills: int
+    forwarded_stores: int
+    forwarded_store_bytes: int
+    writebacks_in: int
+    writebacks: int
+    invalidations: int
+    bytes: int
+    ai: float | None
+    traffic_below: dict[str, int] | None
+    traffic_below_bytes: int
+
+    @property
+    def fills(self) -> int:
+        """Misses that brought a line in (all but the forwarded stores)."""
+        return self.misses - self.forwarded_stores
+
+    @property
+    def miss_ratio(self) -> float | None:
+        return self.misses / self.lookups if self.lookups else None
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "size": self.size,
+            "ways": self.ways,
+            "line": self.line,
+            "sets": self.sets,
+            "lookups": self.lookups,
+            "hits": self.hits,
+            "misses": self.misses,
+            "misses_by_class": None if self.misses_by_class is None else dict(self.misses_by_class),
+            "write_allocate_fills": self.write_allocate_fills,
+            "forwarded_stores": self.forwarded_stores,
+            "forwarded_store_bytes": self.forwarded_store_bytes,
+            "writebacks_in": self.writebacks_in,
+            "writebacks": self.writebacks,
+            "invalidations": self.invalidations,
+            "bytes": self.bytes,
+            "ai": self.ai,
+            "traffic_below": None if self.traffic_below is None else dict(self.traffic_below),
+        }
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    name: str
+    bytes_read: int
+    bytes_written: int
+    ai: float | None
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "bytes": self.bytes,
+            "ai": self.ai,
+        }
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """The outcome of one simulation, schema ``hroof.result/1``.
+
+    Attributes
+    ----------
+    source : dict
+        ``{"kernel": ..., "params": ...}`` or ``{"trace": PATH, "format": ...}``.
+    flops : int or None
+        Floating-point operations of the run, if known; every ``ai`` is None
+        without them.
+    levels : tuple of LevelResult
+        L1 first.
+    """
+
+    source: dict[str, Any]
+    flops: int | None
+    core: CoreCounts
+    levels: tuple[LevelResult, ...]
+    memory: MemoryResult
+    timing: dict[str, float] = field(default_factory=dict)
+    classified: bool = True
+    flushed: bool = True
+    machine: str | None = None
+
+    @property
+    def accesses(self) -> int:
+        return self.core.accesses
+
+    def level(self, name: str) -> LevelResult:
+        for lvl in self.levels:
+            if lvl.name == name:
+                return lvl
+        raise KeyError(f"no level named {name!r}; levels: {[lv.name for lv in self.levels]}")
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "source": dict(self.source),
+            "flops": self.flops,
+            "accesses": self.accesses,
+            "machine": self.machine,
+            "options": {"classify": self.classified, "flush": self.flushed},
+            "core": self.core.to_dict(),
+            "levels": [lvl.to_dict() for lvl in self.levels],
+            "memory": self.memory.to_dict(),
+            "timing": {
+                "trace_s": float(self.timing.get("trace_s", 0.0)),
+                "simulate_s": float(self.timing.get("simulate_s", 0.0)),
+            },
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)

@@ -1,0 +1,412 @@
+"""The streaming cache-hierarchy simulator.
+
+>>> import numpy as np
+>>> from hroof.cachesim import Simulator, hierarchy
+>>> h = hierarchy({"name": "L1", "size": 256, "ways": 2, "line": 64})
+>>> sim = Simulator(h)
+>>> sim.feed(np.array([0, 8, 64, 0]), np.array([8, 8, 8, 8]), np.array([0, 0, 1, 0]))
+>>> r = sim.finish()
+>>> r.levels[0].misses, r.levels[0].hits, r.levels[0].writebacks
+(2, 2, 1)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from hroof.cachesim import _kernels as K
+from hroof.cachesim.config import HierarchyConfig, LevelConfig
+from hroof.cachesim.result import (
+    MISS_CLASSES,
+    TRAFFIC_PARTS,
+    CoreCounts,
+    LevelResult,
+    MemoryResult,
+    SimResult,
+    _ai,
+)
+from hroof.errors import HroofError
+
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+_MAX_ADDR = np.uint64(1 << 62)
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p <<= 1
+    return p
+
+
+def _as_chunk(addr, size, kind) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate one chunk and convert it to the kernel's dtypes (int64, int64, uint8)."""
+    addr = np.asarray(addr)
+    size = np.asarray(size)
+    kind = np.asarray(kind)
+    if not (addr.ndim == size.ndim == kind.ndim == 1):
+        raise HroofError("addr, size and kind must be one-dimensional arrays")
+    if not (addr.shape == size.shape == kind.shape):
+        raise HroofError(
+            f"addr, size and kind must have equal lengths, got {addr.shape[0]}, "
+            f"{size.shape[0]} and {kind.shape[0]}"
+        )
+    for name, arr in (("addr", addr), ("size", size), ("kind", kind)):
+        if arr.dtype.kind not in "ui":
+            raise HroofError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    if addr.shape[0] == 0:
+        return addr.astype(np.int64), size.astype(np.int64), kind.astype(np.uint8)
+    if addr.dtype.kind == "i" and addr.min() < 0:
+        raise HroofError("addresses must be non-negative")
+    if addr.max() >= _MAX_ADDR:
+        raise HroofError("addresses must be below 2**62")
+    if size.min() <= 0:
+        raise HroofError("access sizes must be positive")
+    if kind.min() < 0 or kind.max() > 2:
+        raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
+    return (
+        np.ascontiguousarray(addr, dtype=np.int64),
+        np.ascontiguousarray(size, dtype=np.int64),
+        np.ascontiguousarray(kind, dtype=np.uint8),
+    )
+
+
+class Simulator:
+    """A set-associative LRU cache hierarchy fed a trace chunk by chunk.
+
+    The model is the one of ``docs/cache-model.md``: LRU, non-inclusive and
+    non-exclusive, write-back with write-allocate (per level switchable),
+    non-temporal stores, writebacks that allocate without a fill, and a final
+    flush. State persists between :meth:`feed` calls, so a result never
+    depends on how the trace was cut into chunks.
+
+    Parameters
+    ----------
+    hierarchy : HierarchyConfig
+        The cache levels.
+    classify : bool
+        Classify every miss as compulsory, capacity or conflict and split the
+        traffic below each level (costs a fully-associative shadow per level
+        and 4 bytes per distinct line touched).
+
+    Notes
+    -----
+    Time per access is O(ways) in the worst case and O(1) on hits near the
+    MRU end of a set; classification adds O(1) expected per event. Memory is
+    the cache state plus, with classification, O(distinct lines touched).
+    """
+
+    def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True):
+        if not isinstance(hierarchy, HierarchyConfig):
+            raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
+        self.hierarchy = hierarchy
+        self.classify = bool(classify)
+        self._finished = False
+        self._simulate_s = 0.0
+        levels = hierarchy.levels
+        nlev = len(levels)
+        ways = np.array([lv.ways for lv in levels], dtype=np.int64)
+        nsets = np.array([lv.sets for lv in levels], dtype=np.int64)
+        slots = ways * nsets
+        off = np.concatenate(([0], np.cumsum(slots)[:-1])).astype(np.int64)
+        mask = np.array([s - 1 if s & (s - 1) == 0 else -1 for s in nsets.tolist()], dtype=np.int64)
+        wa = np.array([1 if lv.write_allocate else 0 for lv in levels], dtype=np.uint8)
+        self._geo = K.Geometry(ways, nsets, off, mask, wa, hierarchy.line_bits, nlev)
+        self._st = K.State(
+            tags=np.full(int(slots.sum()), -1, dtype=np.int64),
+            ctr=np.zeros((nlev, K.NCTR), dtype=np.int64),
+            core=np.zeros(K.NCORE, dtype=np.int64),
+            bases=np.zeros(nlev, dtype=np.int64),
+        )
+        if self.classify:
+            self._fl = self._new_flags(pages=64, pt_cap=256)
+            self._sh = self._new_shadow([lv.lines for lv in levels])
+        else:
+            self._fl = self._new_flags(pages=1, pt_cap=2)
+            self._sh = self._new_shadow([1] * nlev)
+
+    # ------------------------------------------------------------ state
+    @staticmethod
+    def _new_flags(pages: int, pt_cap: int) -> K.Flags:
+        meta = np.zeros(K.NMETA, dtype=np.int64)
+        meta[K.M_LAST_REGION] = -1
+        return K.Flags(
+            pt_keys=np.full(pt_cap, -1, dtype=np.int64),
+            pt_vals=np.zeros(pt_cap, dtype=np.int64),
+            pages=np.zeros(pages * K.PAGE, dtype=np.uint32),
+            meta=meta,
+        )
+
+    @staticmethod
+    def _new_shadow(caps: list[int]) -> K.Shadow:
+        ncap = np.array(caps, dtype=np.int64)
+        noff = np.concatenate(([0], np.cumsum(ncap)[:-1])).astype(np.int64)
+        tsize = [_pow2_at_least(2 * c) for c in caps]
+        tbits = np.array([t.bit_length() - 1 for t in tsize], dtype=np.int64)
+        toff = np.concatenate(([0], np.cumsum(tsize)[:-1])).astype(np.int64)
+        total = int(ncap.sum())
+        meta = np.zeros((len(caps), K.NSMETA), dtype=np.int64)
+        meta[:, K.S_HEAD] = -1
+        meta[:, K.S_TAIL] = -1
+        return K.Shadow(
+            key=np.full(total, -1, dtype=np.int64),
+            prev=np.full(total, -1, dtype=np.int64),
+            next=np.full(total, -1, dtype=np.int64),
+            free=np.zeros(total, dtype=np.int64),
+            tab=np.full(int(sum(tsize)), -1, dtype=np.int64),
+            noff=noff,
+            ncap=ncap,
+            toff=toff,
+            tbits=tbits,
+            meta=meta,
+        )
+
+    def _grow_flags(self, need: int) -> None:
+        """Make room for ``need`` more flag pages (and their table entries)."""
+        fl = self._fl
+        meta = fl.meta
+        pages, keys, vals = fl.pages, fl.pt_keys, fl.pt_vals
+        npages = int(meta[K.M_NPAGES])
+        cap = pages.shape[0] // K.PAGE
+        if npages + need > cap:
+            while npages + need > cap:
+                cap *= 2
+            new_pages = np.zeros(cap * K.PAGE, dtype=np.uint32)
+            new_pages[: pages.shape[0]] = pages
+            pages = new_pages
+        used = int(meta[K.M_PT_USED])
+        tcap = keys.shape[0]
+        if 2 * (used + need) > tcap:
+            while 2 * (used + need) > tcap:
+                tcap *= 2
+            new_keys = np.full(tcap, -1, dtype=np.int64)
+            new_vals = np.zeros(tcap, dtype=np.int64)
+            K.rehash_pages(keys, vals, new_keys, new_vals)
+            keys, vals = new_keys, new_vals
+            meta[K.M_LAST_REGION] = -1
+        self._fl = K.Flags(keys, vals, pages, meta)
+
+    @property
+    def accesses(self) -> int:
+        """Accesses simulated so far."""
+        return int(self._st.core[: K.K_NT + 1].sum())
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes held by the simulator's arrays (cache state and classification)."""
+        arrays = [*self._st, *self._fl, *self._sh]
+        return int(sum(a.nbytes for a in arrays if isinstance(a, np.ndarray)))
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the cache state is inconsistent.
+
+        Checks, per level: valid slots form a prefix of each set (so occupancy
+        <= ways), no line twice in a set, every line in the set its address
+        maps to, hits + misses == lookups; with classification, the shadow
+        holds at most the level's capacity and its hash table indexes exactly
+        its listed nodes.
+        """
+        tags = self._st.tags
+        for i, lv in enumerate(self.hierarchy.levels):
+            off = int(self._geo.off[i])
+            block = tags[off : off + lv.sets * lv.ways].reshape(lv.sets, lv.ways)
+            valid = block >= 0
+            assert not (~valid[:, :-1] & valid[:, 1:]).any(), f"{lv.name}: hole inside a set"
+            lines = block >> 1
+            for s in np.flatnonzero(valid.any(axis=1)):
+                row = lines[s][valid[s]]
+                assert len(set(row.tolist())) == row.size, f"{lv.name}: duplicate line in set {s}"
+                assert (row % lv.sets == s).all(), f"{lv.name}: line in the wrong set {s}"
+            ctr = self._st.ctr[i]
+            assert ctr[K.C_MISSES] <= ctr[K.C_LOOKUPS]
+            if self.classify:
+                assert ctr[K.C_COMP : K.C_COMP + 3].sum() == ctr[K.C_MISSES]
+                sh = self._sh
+                meta = sh.meta[i]
+                listed = []
+                nd = int(meta[K.S_HEAD])
+                while nd >= 0:
+                    listed.append(nd)
+                    nd = int(sh.next[nd])
+                assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
+                toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
+                table = sh.tab[toff : toff + tsize]
+                assert sorted(table[table >= 0].tolist()) == sorted(listed)
+                keys = sh.key[listed]
+                assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
+
+    # ------------------------------------------------------------ feeding
+    def feed(self, addr, size, kind) -> None:
+        """Simulate one chunk of accesses.
+
+        Parameters
+        ----------
+        addr : array of int
+            Byte addresses (below 2**62).
+        size : array of int
+            Access sizes in bytes (positive).
+        kind : array of int
+            0 load, 1 store, 2 non-temporal store.
+        """
+        if self._finished:
+            raise HroofError("this simulation is finished; start a new Simulator")
+        addr, size, kind = _as_chunk(addr, size, kind)
+        t0 = time.perf_counter()
+        n = addr.shape[0]
+        i = 0
+        while i < n:
+            i = K.run_chunk(
+                addr, size, kind, i, self._geo, self._st, self._fl, self._sh, self.classify
+            )
+            if i < n:
+                lb = self.hierarchy.line_bits
+                a, sz = int(addr[i]), int(size[i])
+                self._grow_flags(((a + sz - 1) >> lb) - (a >> lb) + 1)
+        self._simulate_s += time.perf_counter() - t0
+
+    def finish(
+        self,
+        *,
+        flush: bool = True,
+        flops: int | None = None,
+        source: dict | None = None,
+        trace_s: float = 0.0,
+    ) -> SimResult:
+        """Flush (unless ``flush=False``) and return the result; ends the simulation."""
+        if self._finished:
+            raise HroofError("this simulation is finished already")
+        if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
+            raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
+        t0 = time.perf_counter()
+        if flush:
+            K.flush(self._geo, self._st, self._fl, self._sh, self.classify)
+        self._simulate_s += time.perf_counter() - t0
+        self._finished = True
+        return self._result(
+            flush=flush,
+            flops=None if flops is None else int(flops),
+            source=source or {},
+            trace_s=trace_s,
+        )
+
+    # ------------------------------------------------------------ results
+    def _result(self, *, flush: bool, flops: int | None, source: dict, trace_s: float):
+        ctr = self._st.ctr
+        c = self._st.core
+        core = CoreCounts(*(int(x) for x in c))
+        levels = []
+        above_bytes = core.bytes_loaded + core.bytes_stored
+        for i, cfg in enumerate(self.hierarchy.levels):
+            row = [int(x) for x in ctr[i]]
+            levels.append(self._level_result(cfg, row, above_bytes, flops))
+            above_bytes = levels[-1].traffic_below_bytes
+        last = levels[-1]
+        line = self.hierarchy.line
+        memory = MemoryResult(
+            name=self.hierarchy.memory_name,
+            bytes_read=last.fills * line,
+            bytes_written=last.writebacks * line + last.forwarded_store_bytes + core.bytes_nt,
+            ai=None,
+        )
+        memory = MemoryResult(
+            memory.name, memory.bytes_read, memory.bytes_written, _ai(flops, memory.bytes)
+        )
+        return SimResult(
+            source=source,
+            flops=flops,
+            core=core,
+            levels=tuple(levels),
+            memory=memory,
+            timing={"trace_s": trace_s, "simulate_s": self._simulate_s},
+            classified=self.classify,
+            flushed=flush,
+            machine=self.hierarchy.name,
+        )
+
+    def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops):
+        line = cfg.line
+        misses = row[K.C_MISSES]
+        fills = misses - row[K.C_FWD]
+        below = (fills + row[K.C_WB_OUT]) * line + row[K.C_FWD_BYTES]
+        by_class = partition = None
+        if self.classify:
+            by_class = {name: row[K.C_COMP + j] for j, name in enumerate(MISS_CLASSES)}
+            first, repeat = row[K.C_WB_FIRST], row[K.C_WB_OUT] - row[K.C_WB_FIRST]
+            fwd = [row[K.C_FWD_COMP_BYTES + j] for j in range(3)]
+            load = [row[K.C_LOAD_COMP + j] for j in range(3)]
+            partition = dict(
+                zip(
+                    TRAFFIC_PARTS,
+                    (
+                        (load[0] + first) * line + fwd[0],
+                        row[K.C_WA_FILLS] * line,
+                        (load[1] + repeat) * line + fwd[1],
+                        load[2] * line + fwd[2],
+                    ),
+                    strict=False,
+                )
+            )
+            assert sum(partition.values()) == below, "traffic partition does not sum"
+            assert sum(by_class.values()) == misses, "miss classes do not sum"
+        return LevelResult(
+            name=cfg.name,
+            size=cfg.size,
+            ways=cfg.ways,
+            line=line,
+            sets=cfg.sets,
+            lookups=row[K.C_LOOKUPS],
+            hits=row[K.C_LOOKUPS] - misses,
+            misses=misses,
+            misses_by_class=by_class,
+            write_allocate_fills=row[K.C_WA_FILLS],
+            forwarded_stores=row[K.C_FWD],
+            forwarded_store_bytes=row[K.C_FWD_BYTES],
+            writebacks_in=row[K.C_WB_IN],
+            writebacks=row[K.C_WB_OUT],
+            invalidations=row[K.C_INVAL],
+            bytes=nbytes,
+            ai=_ai(flops, nbytes),
+            traffic_below=partition,
+            traffic_below_bytes=below,
+        )
+
+
+def simulate(
+    hierarchy: HierarchyConfig,
+    chunks: Iterable[Chunk],
+    *,
+    classify: bool = True,
+    flush: bool = True,
+    flops: int | None = None,
+    source: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> SimResult:
+    """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
+
+    ``progress``, if given, is called with the number of accesses of each
+    chunk after it is simulated. ``timing.trace_s`` is the time spent producing
+    the chunks (reading or generating the trace).
+    """
+    sim = Simulator(hierarchy, classify=classify)
+    trace_s = 0.0
+    it = iter(chunks)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            addr, size, kind = next(it)
+        except StopIteration:
+            trace_s += time.perf_counter() - t0
+            break
+        trace_s += time.perf_counter() - t0
+        sim.feed(addr, size, kind)
+        if progress is not None:
+            progress(len(addr))
+    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
+
+
+def simulate_arrays(hierarchy, addr, size, kind, **kwargs) -> SimResult:
+    """Simulate one in-memory trace; keyword arguments as :func:`simulate`."""
+    return simulate(hierarchy, [(addr, size, kind)], **kwargs)

@@ -1,0 +1,33 @@
+"""Shared fixtures: one JIT warm-up per test session, tiny geometries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hroof.cachesim import Simulator, hierarchy
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jit_warmup():
+    """Compile (or load from Numba's cache) every kernel once, before any test."""
+    h = hierarchy(
+        {"name": "L1", "size": 256, "ways": 2, "line": 64},
+        {"name": "L2", "size": 3 * 256, "ways": 4, "line": 64, "write_allocate": False},
+    )
+    addr = np.array([0, 64, 4096, 100, 8192], dtype=np.uint64)
+    size = np.array([8, 8, 8, 64, 8], dtype=np.uint32)
+    kind = np.array([0, 1, 2, 1, 0], dtype=np.uint8)
+    for classify in (True, False):
+        sim = Simulator(h, classify=classify)
+        sim.feed(addr, size, kind)
+        sim.finish()
+
+
+def random_trace(rng, n, *, lines=24, line=64, kinds=(0, 1, 2), p=None, max_size=None):
+    """A random trace over a few lines, so that tiny caches hit, miss and conflict."""
+    addr = rng.integers(0, lines * line, size=n, dtype=np.int64)
+    max_size = max_size or line
+    size = rng.choice([1, 2, 4, 8, 8, 8, 16, max_size], size=n).astype(np.int64)
+    kind = rng.choice(np.array(kinds, dtype=np.uint8), size=n, p=p)
+    return addr, size, kind

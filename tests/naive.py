@@ -1,0 +1,452 @@
+"""Plain-Python reference twin of hroof's cache model.
+
+This module re-implements, as plainly as possible, the rules written down in
+``docs/cache-model.md`` (and in the "Cache model", "Miss classification",
+"Traffic partition", "Bytes and AI per level" and "Result schema" sections of
+the design contract). It is deliberately slow and obvious: one ``OrderedDict``
+per set (least recently used first), a fully-associative ``OrderedDict`` LRU
+shadow per level for the 3C classification, and Python sets for "seen at this
+level" and "written back from this level at least once". The fast simulator
+must match it counter for counter; nothing here imports the simulator.
+
+Event order (see the docs for the full rules):
+
+* a lookup that misses first requests the line from the level below
+  (recursively), then inserts it as MRU, then writes the victim back if dirty;
+* a writeback arriving at a level is not a lookup: a hit makes the line dirty
+  and MRU, a miss allocates it dirty without a fill (which may evict in turn);
+* an RFO below the level that took the store is a read (MRU on a hit, filled
+  clean on a miss) but its fills count as write-allocate fills;
+* NT stores bypass the caches and invalidate every cached copy, carrying a
+  dirty copy's writeback down to memory;
+* the final flush goes level by level from L1 down, set by set in index order,
+  within a set from least to most recently used.
+
+``quirks=True`` switches to pycachesim's (RRZE-HPC, 0.3.1) behaviour, which the
+test suite checks against pycachesim itself:
+
+1. a store that hits, at any level (a writeback arriving at a lower level
+   included), does not refresh the line's LRU recency;
+2. a writeback that misses a level is handled like a store miss at a
+   write-allocate level: it counts as a lookup and a miss there (a
+   write-allocate fill) and fetches the line from the level below (a read
+   there) before allocating it dirty;
+3. ``force_write_back`` walks each set from the most to the least recently
+   used line (``placement[set * ways + 0]`` is pycachesim's MRU slot), not
+   from LRU to MRU. The levels are still flushed L1 first and the sets in
+   index order. This third difference is not in the design contract's list;
+   without it the flush of the random traces does not match (see
+   ``tests/test_pycachesim.py::test_pycachesim_flush_order``).
+
+pycachesim's counters relate to this twin's (with ``quirks=True``) as:
+``MISS_count == misses``; ``HIT_count == hits - store_hits`` (pycachesim does
+not count a store hit, nor a writeback hit, as a HIT; it does count an RFO
+from above that hits, since that is a load there); ``EVICT_count ==
+writebacks`` (dirty evictions plus lines written back by the flush).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+#: Access kinds of a trace.
+LOAD, STORE, NT_STORE = 0, 1, 2
+
+#: Kinds of a lookup at a level.
+READ = "read"  # a core load, or a read from above caused by a load miss
+RFO = "rfo"  # a read for ownership: a store miss at a write-allocate level (or from above)
+WRITE = "write"  # a core store at L1, or a store forwarded by a no-write-allocate level
+
+CLASSES = ("compulsory", "capacity", "conflict")
+PARTS = ("compulsory", "write_allocate", "capacity", "conflict")
+
+
+def _field(obj, key, default=None):
+    """Read ``key`` from a dict or an attribute of an object."""
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+class FullyAssociativeLRU:
+    """A fully-associative LRU cache of ``capacity`` lines (the 3C shadow).
+
+    Parameters
+    ----------
+    capacity : int
+        Number of lines it holds.
+    """
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.lines = OrderedDict()  # line address -> None, least recently used first
+
+    def touch(self, line, allocate=True):
+        """Reference ``line``; return True on a hit.
+
+        A hit makes the line MRU. A miss inserts it as MRU (evicting the LRU
+        line if full) when ``allocate`` is true, and changes nothing otherwise.
+        """
+        if line in self.lines:
+            self.lines.move_to_end(line)
+            return True
+        if allocate:
+            if len(self.lines) >= self.capacity:
+                self.lines.popitem(last=False)
+            self.lines[line] = None
+        return False
+
+    def drop(self, line):
+        """Forget ``line`` if present (NT-store invalidation)."""
+        self.lines.pop(line, None)
+
+
+class NaiveLevel:
+    """One set-associative write-back cache level and its counters.
+
+    Parameters
+    ----------
+    name : str
+        Level name.
+    size, ways, line : int
+        Capacity in bytes, associativity, line size in bytes.
+    write_allocate : bool
+        Whether a store miss fills the line (RFO) or is forwarded down.
+    """
+
+    def __init__(self, name, size, ways, line, write_allocate=True):
+        if ways <= 0 or line <= 0 or line & (line - 1):
+            raise ValueError(f"{name}: bad geometry ways={ways} line={line}")
+        if size <= 0 or size % (line * ways):
+            raise ValueError(f"{name}: size {size} is not a whole number of {ways}x{line} B sets")
+        self.name = name
+        self.size = size
+        self.ways = ways
+        self.line = line
+        self.write_allocate = bool(write_allocate)
+        self.nsets = size // (line * ways)
+        # One OrderedDict per set: line address -> dirty flag, least recently used first.
+        self.sets = [OrderedDict() for _ in range(self.nsets)]
+        self.shadow = FullyAssociativeLRU(self.nsets * ways)
+        self.seen = set()  # lines looked up here or written back into here
+        self.written_back = set()  # lines this level has sent down at least once
+        # Counters.
+        self.lookups = 0
+        self.hits = 0
+        self.misses = 0
+        self.store_hits = 0  # hits by WRITE lookups (not in the result; see module doc)
+        self.fills = 0  # misses that fill the line (all but forwarded stores)
+        self.by_class = dict.fromkeys(CLASSES, 0)
+        self.write_allocate_fills = 0
+        self.forwarded_stores = 0
+        self.forwarded_bytes = 0
+        self.writebacks_in = 0
+        self.writebacks = 0
+        self.invalidations = 0
+        self.traffic = dict.fromkeys(PARTS, 0)  # bytes to the next level down, by part
+
+    def set_of(self, line):
+        """The set (an OrderedDict) that ``line`` maps to."""
+        return self.sets[line % self.nsets]
+
+    def traffic_below(self):
+        """Bytes this level moves to and from the next level down."""
+        return (self.fills + self.writebacks) * self.line + self.forwarded_bytes
+
+    def check_invariants(self):
+        """Assert the structural and counting invariants of this level."""
+        everywhere = []
+        for index, s in enumerate(self.sets):
+            assert len(s) <= self.ways, f"{self.name} set {index} holds {len(s)} > {self.ways}"
+            for line in s:
+                assert line % self.nsets == index, f"{self.name}: line {line} in set {index}"
+            everywhere.extend(s)
+        assert len(everywhere) == len(set(everywhere)), f"{self.name}: duplicate line"
+        assert set(everywhere) <= self.seen, f"{self.name}: cached line never seen"
+        assert len(self.shadow.lines) <= self.shadow.capacity
+        assert self.hits + self.misses == self.lookups, f"{self.name}: hits + misses != lookups"
+        assert sum(self.by_class.values()) == self.misses, f"{self.name}: 3C != misses"
+        assert self.fills == self.misses - self.forwarded_stores
+        assert self.write_allocate_fills <= self.fills
+        assert self.store_hits <= self.hits
+        assert sum(self.traffic.values()) == self.traffic_below(), f"{self.name}: partition"
+        assert self.by_class["compulsory"] <= len(self.seen)
+        assert len(self.written_back) <= self.writebacks
+
+
+class NaiveHierarchy:
+    """L1..Ln plus memory, simulated one event at a time.
+
+    Parameters
+    ----------
+    levels : sequence
+        Level descriptions, L1 first: dicts with keys ``name``, ``size``,
+        ``ways``, ``line`` and optionally ``write_allocate`` (default True), or
+        objects with those attributes (e.g. ``hroof.cachesim.LevelConfig``),
+        or an object with a ``levels`` attribute (a ``HierarchyConfig``).
+    quirks : bool
+        Adopt pycachesim's behaviour (see the module docstring).
+    flush_mru_first : bool or None
+        Within a set, flush from MRU to LRU instead of LRU to MRU. Defaults to
+        ``quirks`` (pycachesim's order); only the tests set it separately.
+    """
+
+    def __init__(self, levels, *, quirks=False, flush_mru_first=None):
+        if hasattr(levels, "levels"):
+            levels = levels.levels
+        self.levels = [
+            NaiveLevel(
+                _field(lv, "name", f"L{i + 1}"),
+                _field(lv, "size"),
+                _field(lv, "ways"),
+                _field(lv, "line", 64),
+                _field(lv, "write_allocate", True),
+            )
+            for i, lv in enumerate(levels)
+        ]
+        if not self.levels:
+            raise ValueError("a hierarchy needs at least one level")
+        if len({lv.line for lv in self.levels}) != 1:
+            raise ValueError("all levels must share one line size")
+        self.line = self.levels[0].line
+        self.quirks = quirks
+        self.flush_mru_first = quirks if flush_mru_first is None else flush_mru_first
+        self.core = {
+            "loads": 0,
+            "stores": 0,
+            "nt_stores": 0,
+            "bytes_loaded": 0,
+            "bytes_stored": 0,
+            "bytes_nt": 0,
+        }
+
+    # ------------------------------------------------------------------ core side
+
+    def access(self, addr, size, kind):
+        """Run one core access: ``kind`` 0 load, 1 store, 2 NT store."""
+        if size < 1:
+            raise ValueError(f"access size must be >= 1, got {size}")
+        if kind == LOAD:
+            self.core["loads"] += 1
+            self.core["bytes_loaded"] += size
+        elif kind == STORE:
+            self.core["stores"] += 1
+            self.core["bytes_stored"] += size
+        elif kind == NT_STORE:
+            self.core["nt_stores"] += 1
+            self.core["bytes_nt"] += size
+        else:
+            raise ValueError(f"unknown access kind {kind!r}")
+        end = addr + size
+        for line in range(addr // self.line, (end - 1) // self.line + 1):
+            # The part of the access inside this line.
+            nbytes = min(end, (line + 1) * self.line) - max(addr, line * self.line)
+            if kind == LOAD:
+                self._lookup(0, line, READ, nbytes)
+            elif kind == STORE:
+                self._lookup(0, line, WRITE, nbytes)
+            else:
+                self._nt_store_line(line)
+
+    def run(self, accesses):
+        """Run every ``(addr, size, kind)`` of ``accesses`` in order."""
+        for addr, size, kind in accesses:
+            self.access(int(addr), int(size), int(kind))
+
+    # ------------------------------------------------------------------ levels
+
+    def _lookup(self, i, line, kind, nbytes):
+        """A lookup of ``line`` at level ``i`` (``i == n`` is memory)."""
+        if i == len(self.levels):
+            return  # memory serves every read and absorbs every write
+        lv = self.levels[i]
+        lv.lookups += 1
+        allocates = kind != WRITE or lv.write_allocate
+        first_time = line not in lv.seen
+        lv.seen.add(line)
+        shadow_hit = lv.shadow.touch(line, allocate=allocates)
+        s = lv.set_of(line)
+        if line in s:
+            lv.hits += 1
+            if kind == WRITE:
+                lv.store_hits += 1
+                s[line] = True  # dirty
+                if not self.quirks:  # quirk 1: a store hit keeps its recency
+                    s.move_to_end(line)
+            else:
+                s.move_to_end(line)
+            return
+        lv.misses += 1
+        cls = "compulsory" if first_time else ("conflict" if shadow_hit else "capacity")
+        lv.by_class[cls] += 1
+        if kind == WRITE and not lv.write_allocate:
+            # Forwarded store: no fill, the store's bytes go to the next level.
+            lv.forwarded_stores += 1
+            lv.forwarded_bytes += nbytes
+            lv.traffic[cls] += nbytes
+            self._lookup(i + 1, line, WRITE, nbytes)
+            return
+        lv.fills += 1
+        if kind == READ:
+            lv.traffic[cls] += lv.line
+        else:  # an RFO from above, or a store miss here
+            lv.write_allocate_fills += 1
+            lv.traffic["write_allocate"] += lv.line
+        self._lookup(i + 1, line, READ if kind == READ else RFO, lv.line)
+        self._insert(i, line, dirty=kind == WRITE)
+
+    def _insert(self, i, line, dirty):
+        """Insert ``line`` as MRU at level ``i``; then write the victim back if dirty."""
+        lv = self.levels[i]
+        s = lv.set_of(line)
+        victim = None
+        if len(s) >= lv.ways:
+            victim, victim_dirty = s.popitem(last=False)
+        s[line] = dirty
+        if victim is not None and victim_dirty:
+            self._send_writeback(i, victim)
+
+    def _count_writeback(self, i, line):
+        """Count a writeback of ``line`` sent down by level ``i``."""
+        lv = self.levels[i]
+        lv.writebacks += 1
+        if line in lv.written_back:
+            lv.traffic["capacity"] += lv.line
+        else:
+            lv.written_back.add(line)
+            lv.traffic["compulsory"] += lv.line
+
+    def _send_writeback(self, i, line):
+        """Level ``i`` writes ``line`` back; it arrives at level ``i + 1``."""
+        self._count_writeback(i, line)
+        self._writeback_in(i + 1, line)
+
+    def _writeback_in(self, i, line):
+        """A writeback of ``line`` arriving at level ``i`` (not a lookup)."""
+        if i == len(self.levels):
+            return  # memory
+        lv = self.levels[i]
+        lv.writebacks_in += 1
+        first_time = line not in lv.seen
+        lv.seen.add(line)
+        shadow_hit = lv.shadow.touch(line, allocate=True)
+        s = lv.set_of(line)
+        if line in s:
+            s[line] = True
+            if not self.quirks:  # quirk 1 again: an arriving writeback is a store hit
+                s.move_to_end(line)
+            return
+        if self.quirks:
+            # Quirk 2: pycachesim treats the writeback as a store at a write-allocate
+            # level: a lookup that misses, an RFO (a read) to the level below, a fill.
+            lv.lookups += 1
+            lv.misses += 1
+            cls = "compulsory" if first_time else ("conflict" if shadow_hit else "capacity")
+            lv.by_class[cls] += 1
+            lv.fills += 1
+            lv.write_allocate_fills += 1
+            lv.traffic["write_allocate"] += lv.line
+            self._lookup(i + 1, line, RFO, lv.line)
+        # A whole-line write needs no read: allocate dirty without a fill.
+        self._insert(i, line, dirty=True)
+
+    def _nt_store_line(self, line):
+        """Invalidate ``line`` everywhere, carrying a dirty copy down to memory."""
+        carry = False
+        for i, lv in enumerate(self.levels):
+            if carry:
+                lv.writebacks_in += 1
+                lv.seen.add(line)
+            s = lv.set_of(line)
+            if line in s:
+                lv.invalidations += 1
+                carry |= s.pop(line)
+            lv.shadow.drop(line)
+            if carry:
+                self._count_writeback(i, line)
+
+    # ------------------------------------------------------------------ end of run
+
+    def flush(self):
+        """Write every dirty line back: L1 first, sets in index order, LRU to MRU."""
+        for i, lv in enumerate(self.levels):
+            for s in lv.sets:
+                order = list(s)  # least recently used first
+                if self.flush_mru_first:
+                    order.reverse()
+                for line in order:
+                    if s[line]:
+                        s[line] = False  # keeps the line's position in the set
+                        self._send_writeback(i, line)
+
+    def check_invariants(self):
+        """Assert every level's invariants (see :meth:`NaiveLevel.check_invariants`)."""
+        for lv in self.levels:
+            lv.check_invariants()
+
+    def result(self, classify=True):
+        """The counters, shaped like the relevant parts of ``hroof.result/1``."""
+        levels = []
+        above = self.core["bytes_loaded"] + self.core["bytes_stored"]
+        for lv in self.levels:
+            levels.append(
+                {
+                    "name": lv.name,
+                    "lookups": lv.lookups,
+                    "hits": lv.hits,
+                    "misses": lv.misses,
+                    "misses_by_class": dict(lv.by_class) if classify else None,
+                    "write_allocate_fills": lv.write_allocate_fills,
+                    "forwarded_stores": lv.forwarded_stores,
+                    "writebacks_in": lv.writebacks_in,
+                    "writebacks": lv.writebacks,
+                    "invalidations": lv.invalidations,
+                    "bytes": above,
+                    "traffic_below": dict(lv.traffic) if classify else None,
+                }
+            )
+            above = lv.traffic_below()
+        last = self.levels[-1]
+        read = last.fills * last.line
+        written = last.writebacks * last.line + last.forwarded_bytes + self.core["bytes_nt"]
+        return {
+            "core": dict(self.core),
+            "levels": levels,
+            "memory": {"bytes_read": read, "bytes_written": written, "bytes": read + written},
+        }
+
+
+def simulate(
+    levels, accesses: Iterable, *, classify=True, flush=True, quirks=False, check=False
+) -> dict:
+    """Simulate ``accesses`` through ``levels`` with the plain-Python model.
+
+    Parameters
+    ----------
+    levels : sequence
+        Level descriptions, L1 first (see :class:`NaiveHierarchy`).
+    accesses : iterable of (int, int, int)
+        ``(addr, size, kind)`` with kind 0 load, 1 store, 2 NT store.
+    classify : bool
+        If False, ``misses_by_class`` and ``traffic_below`` are None.
+    flush : bool
+        Write every dirty line back at the end.
+    quirks : bool
+        Behave like pycachesim 0.3.1 (see the module docstring).
+    check : bool
+        Assert the invariants after the run.
+
+    Returns
+    -------
+    dict
+        ``{"core": {...}, "levels": [{...}, ...], "memory": {...}}`` with the
+        keys of the ``hroof.result/1`` schema that the model defines.
+    """
+    h = NaiveHierarchy(levels, quirks=quirks)
+    h.run(accesses)
+    if flush:
+        h.flush()
+    if check:
+        h.check_invariants()
+    return h.result(classify=classify)

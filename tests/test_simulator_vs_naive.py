@@ -1,0 +1,141 @@
+"""The fast simulator against its plain-Python twin (tests/naive.py): every counter, exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_trace
+from naive import simulate as naive_simulate
+
+from hroof.cachesim import HierarchyConfig, LevelConfig, Simulator, simulate
+
+COMPARED = (
+    "lookups",
+    "hits",
+    "misses",
+    "misses_by_class",
+    "write_allocate_fills",
+    "forwarded_stores",
+    "writebacks_in",
+    "writebacks",
+    "invalidations",
+    "bytes",
+    "traffic_below",
+)
+
+
+def fast_dict(h, addr, size, kind, *, classify=True, flush=True, chunks=1):
+    sim = Simulator(h, classify=classify)
+    for part in np.array_split(np.arange(len(addr)), chunks):
+        sim.feed(addr[part], size[part], kind[part])
+    return sim.finish(flush=flush).to_dict()
+
+
+def assert_same(fast, naive):
+    assert fast["core"] == {k: naive["core"][k] for k in fast["core"]}
+    for f, n in zip(fast["levels"], naive["levels"], strict=True):
+        for key in COMPARED:
+            assert f[key] == n[key], f"{f['name']} {key}: fast {f[key]} != naive {n[key]}"
+    for key in ("bytes_read", "bytes_written", "bytes"):
+        assert fast["memory"][key] == naive["memory"][key], key
+
+
+def levels_from(spec, line):
+    return HierarchyConfig(
+        tuple(
+            LevelConfig(f"L{i + 1}", sets * ways * line, ways, line, write_allocate=wa)
+            for i, (sets, ways, wa) in enumerate(spec)
+        )
+    )
+
+
+def naive_levels(h):
+    return [
+        {
+            "name": lv.name,
+            "size": lv.size,
+            "ways": lv.ways,
+            "line": lv.line,
+            "write_allocate": lv.write_allocate,
+        }
+        for lv in h.levels
+    ]
+
+
+GEOMETRIES = [
+    [(1, 1, True)],
+    [(1, 4, True)],
+    [(3, 1, True)],
+    [(2, 2, True)],
+    [(3, 2, True)],
+    [(4, 3, True)],
+    [(2, 2, False)],
+    [(1, 2, True), (3, 2, True)],
+    [(2, 1, True), (2, 4, True)],
+    [(2, 2, True), (3, 3, True), (4, 4, True)],
+    [(3, 2, False), (2, 4, True)],
+    [(2, 2, True), (3, 2, False), (4, 2, True)],
+    [(4, 4, True), (1, 2, True)],  # lower level smaller than L1
+    [(1, 1, True), (1, 1, True), (1, 1, True), (2, 1, True)],
+]
+
+
+@pytest.mark.parametrize(
+    "spec", GEOMETRIES, ids=lambda s: "-".join(f"{a}x{b}{'' if c else 'nwa'}" for a, b, c in s)
+)
+@pytest.mark.parametrize("line", [16, 64])
+def test_random_traces_match_naive(spec, line):
+    h = levels_from(spec, line)
+    rng = np.random.default_rng(abs(hash((tuple(spec), line))) % 2**32)
+    for trial in range(12):
+        kinds_p = [(0.6, 0.3, 0.1), (1.0, 0.0, 0.0), (0.3, 0.7, 0.0), (0.4, 0.3, 0.3)][trial % 4]
+        addr, size, kind = random_trace(
+            rng, 300, lines=6 * sum(s * w for s, w, _ in spec) + 3, line=line, p=kinds_p
+        )
+        accesses = list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=False))
+        for classify, flush in ((True, True), (True, False), (False, True)):
+            fast = fast_dict(
+                h, addr, size, kind, classify=classify, flush=flush, chunks=1 + trial % 3
+            )
+            naive = naive_simulate(naive_levels(h), accesses, classify=classify, flush=flush)
+            assert_same(fast, naive)
+
+
+def test_large_random_trace_many_chunks():
+    """Longer streams with reuse at several distances, cut into uneven chunks."""
+    h = levels_from([(4, 2, True), (8, 4, True), (5, 4, True)], 64)
+    rng = np.random.default_rng(7)
+    hot = rng.integers(0, 40 * 64, 6000)
+    cold = rng.integers(0, 400 * 64, 6000)
+    addr = np.where(rng.random(6000) < 0.7, hot, cold).astype(np.int64)
+    size = np.full(6000, 8, dtype=np.int64)
+    kind = rng.choice(np.array([0, 1, 2], dtype=np.uint8), 6000, p=[0.6, 0.35, 0.05])
+    naive = naive_simulate(
+        naive_levels(h), list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=False))
+    )
+    for chunks in (1, 13):
+        assert_same(fast_dict(h, addr, size, kind, chunks=chunks), naive)
+
+
+def test_flag_pages_grow_mid_chunk():
+    """Lines spread over many pages force the classification tables to grow mid-chunk."""
+    h = levels_from([(2, 2, True), (4, 2, True)], 64)
+    rng = np.random.default_rng(11)
+    addr = (rng.integers(0, 5000, 4000) * 512 * 64 + rng.integers(0, 64, 4000)).astype(np.int64)
+    size = np.full(4000, 8, dtype=np.int64)
+    kind = rng.choice(np.array([0, 1], dtype=np.uint8), 4000)
+    naive = naive_simulate(
+        naive_levels(h), list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=False))
+    )
+    assert_same(fast_dict(h, addr, size, kind), naive)
+
+
+def test_simulate_over_generator_equals_feed():
+    h = levels_from([(2, 2, True), (3, 2, True)], 64)
+    rng = np.random.default_rng(3)
+    addr, size, kind = random_trace(rng, 500, lines=30)
+    chunks = [(addr[i : i + 37], size[i : i + 37], kind[i : i + 37]) for i in range(0, 500, 37)]
+    seen = []
+    r = simulate(h, iter(chunks), progress=seen.append)
+    assert sum(seen) == 500
+    assert r.to_dict()["levels"] == fast_dict(h, addr, size, kind)["levels"]
