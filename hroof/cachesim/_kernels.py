@@ -468,8 +468,26 @@ def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
     n = addr.shape[0]
     lb = geo.line_bits
     core = st.core
+    tags = st.tags
     pages_cap = fl.pages.shape[0] // PAGE
     pt_cap = fl.pt_keys.shape[0]
+    # L1 geometry, hoisted for the fast path.
+    l1_off = geo.off[0]
+    l1_ways = geo.ways[0]
+    l1_mask = geo.mask[0]
+    l1_nsets = geo.nsets[0]
+    l1_wa = geo.wa[0] != 0
+    sh_key = sh.key
+    sh_meta = sh.meta
+    # Core counters accumulate in registers and are stored once per call.
+    n_loads = 0
+    n_stores = 0
+    n_nt = 0
+    b_loads = 0
+    b_stores = 0
+    b_nt = 0
+    fast_hits = 0
+    stop = n
     for i in range(start, n):
         a = addr[i]
         sz = size[i]
@@ -479,29 +497,53 @@ def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
         if classify:
             need = last - first + 1
             if fl.meta[M_NPAGES] + need > pages_cap or 2 * (fl.meta[M_PT_USED] + need) > pt_cap:
-                return i
+                stop = i
+                break
         if k == KIND_LOAD:
-            core[K_LOADS] += 1
-            core[K_BYTES_LOADED] += sz
+            n_loads += 1
+            b_loads += sz
             req = REQ_LOAD
         elif k == KIND_STORE:
-            core[K_STORES] += 1
-            core[K_BYTES_STORED] += sz
+            n_stores += 1
+            b_stores += sz
             req = REQ_STORE
         else:
-            core[K_NT] += 1
-            core[K_BYTES_NT] += sz
+            n_nt += 1
+            b_nt += sz
             for line in range(first, last + 1):
                 _nt_line(geo, st, fl, sh, line, classify)
             continue
         if first == last:
+            # Fast path: an L1 hit is handled here; only misses walk the hierarchy.
+            sidx = first & l1_mask if l1_mask >= 0 else first % l1_nsets
+            base = l1_off + sidx * l1_ways
+            p = _find(tags, base, l1_ways, first)
+            if p >= 0:
+                if classify:
+                    # A hit on the shadow's MRU line changes nothing there.
+                    head = sh_meta[0, S_HEAD]
+                    if head < 0 or sh_key[head] != first:
+                        _sh_touch(sh, 0, first, req != REQ_STORE or l1_wa)
+                if p > 0:
+                    _to_front(tags, base, p, 1 if req == REQ_STORE else 0)
+                elif req == REQ_STORE:
+                    tags[base] |= 1
+                fast_hits += 1
+                continue
             _access_line(geo, st, fl, sh, first, req, sz, classify)
         else:
             for line in range(first, last + 1):
                 lo = max(a, line << lb)
                 hi = min(a + sz, (line + 1) << lb)
                 _access_line(geo, st, fl, sh, line, req, hi - lo, classify)
-    return n
+    core[K_LOADS] += n_loads
+    core[K_STORES] += n_stores
+    core[K_NT] += n_nt
+    core[K_BYTES_LOADED] += b_loads
+    core[K_BYTES_STORED] += b_stores
+    core[K_BYTES_NT] += b_nt
+    st.ctr[0, C_LOOKUPS] += fast_hits
+    return stop
 
 
 @njit(**JIT)
