@@ -1,0 +1,740 @@
+"""The ``hroof`` command line: argparse subcommands, one ``cmd_*`` function each.
+
+Only this module sees argparse: every ``cmd_*`` function turns its ``args`` into
+plain values and calls the library (:mod:`hroof.traces`, :mod:`hroof.cachesim`).
+:func:`main` maps bad input to exit status 2 and one line on stderr
+(``hroof: error: ...``), never a traceback, and prints a result only once it is
+complete. The simulator (and so Numba) is imported by the commands that need
+it, so ``hroof --help`` answers at once.
+
+Exit status: 0 success, 2 bad input or usage, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import hroof
+from hroof.errors import ConfigError, HroofError, suggest
+from hroof.progress import Progress
+from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
+
+if TYPE_CHECKING:
+    from hroof.cachesim import HierarchyConfig, SimResult
+
+__all__ = ["build_parser", "format_bytes", "format_machine", "format_result", "main"]
+
+#: The trace ``hroof demo`` simulates: a 2D 5-point Jacobi stencil on a 48x48
+#: grid, 5 loads and 1 store per interior point (46 x 46 = 2,116 points).
+EXAMPLE_TRACE = Path(hroof.__file__).parent / "data" / "example.din"
+EXAMPLE_POINTS = 46 * 46
+#: 4 adds and 1 multiply (by 1/4) per point of the Jacobi average.
+EXAMPLE_FLOPS = EXAMPLE_POINTS * 5
+
+#: Width the report is laid out for when stdout is not a terminal.
+REPORT_WIDTH = 100
+
+_MAX_ACCESS_SIZE = (1 << 32) - 1
+_TRAFFIC_LABELS = {
+    "compulsory": "compulsory",
+    "write_allocate": "write-alloc",
+    "capacity": "capacity",
+    "conflict": "conflict",
+}
+
+
+# ============================================================================ formatting
+def format_bytes(nbytes: int) -> str:
+    """Format a byte count for people: binary units, one decimal.
+
+    >>> format_bytes(512), format_bytes(1536), format_bytes(5 * 2**30)
+    ('512 B', '1.5 KiB', '5.0 GiB')
+    """
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if round(value, 1) < 1024 or unit == "PiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def _int(n: int) -> str:
+    return f"{n:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _ai(ai: float | None) -> str:
+    """Arithmetic intensity (FLOP/byte) with about three significant digits."""
+    if ai is None:
+        return "-"
+    if ai >= 100:
+        return f"{ai:,.0f}"
+    if ai >= 10:
+        return f"{ai:.1f}"
+    if ai >= 1:
+        return f"{ai:.2f}"
+    return f"{ai:.3f}"
+
+
+@dataclass(frozen=True)
+class _Col:
+    """One table column: header (``\\n`` for two lines), alignment, spaces before it."""
+
+    header: str
+    align: str = ">"
+    gap: int = 2
+
+
+def _table(cols: Sequence[_Col], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Lay out a table: headers bottom-aligned, each column as wide as its widest cell."""
+    heads = [c.header.split("\n") for c in cols]
+    nhead = max(len(h) for h in heads)
+    heads = [[""] * (nhead - len(h)) + h for h in heads]
+    widths = [max([len(x) for x in heads[i]] + [len(r[i]) for r in rows]) for i in range(len(cols))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, (col, cell) in enumerate(zip(cols, cells, strict=True)):
+            gap = " " * col.gap if i else ""
+            out.append(gap + (cell.rjust(widths[i]) if col.align == ">" else cell.ljust(widths[i])))
+        return "".join(out).rstrip()
+
+    return [line([h[k] for h in heads]) for k in range(nhead)] + [line(r) for r in rows]
+
+
+def _width() -> int:
+    """Columns to lay the report out for: the terminal's if stdout is one, else 100."""
+    try:
+        if sys.stdout.isatty():
+            return max(60, shutil.get_terminal_size((REPORT_WIDTH, 24)).columns)
+    except (AttributeError, ValueError):
+        pass
+    return REPORT_WIDTH
+
+
+def _header_block(items: Sequence[tuple[str, str]], width: int) -> list[str]:
+    """``key  value`` lines, values wrapped and indented under each other."""
+    keyw = max(len(k) for k, _ in items) + 2
+    out = []
+    for key, value in items:
+        for i, part in enumerate(value.split("\n")):
+            wrapped = textwrap.wrap(part, max(20, width - keyw), break_on_hyphens=False) or [""]
+            for j, text in enumerate(wrapped):
+                label = key if i == 0 and j == 0 else ""
+                out.append(f"{label:<{keyw}}{text}".rstrip())
+    return out
+
+
+def format_result(
+    result: SimResult,
+    machine: HierarchyConfig | None = None,
+    *,
+    flops_note: str | None = None,
+    width: int = REPORT_WIDTH,
+) -> str:
+    """Render a simulation result as a per-level table for a terminal.
+
+    The header names the source, accesses, flops, machine, options and timing;
+    then one row per cache level and one for memory (lookups, hits, hit %,
+    misses, misses by class, write-allocate fills, writebacks, the bytes of
+    the level and its arithmetic intensity in FLOP/byte); then, when misses
+    were classified, the traffic between each level and the next one down
+    split by cause. Columns that would not fit ``width`` move the misses by
+    class to a table of their own.
+
+    Parameters
+    ----------
+    result : SimResult
+        What :func:`hroof.cachesim.simulate` returned.
+    machine : HierarchyConfig, optional
+        The hierarchy simulated, for its description in the header.
+    flops_note : str, optional
+        How the flops were counted, shown next to them.
+    width : int
+        Columns to fit (100 by default).
+
+    Returns
+    -------
+    str
+        The report, lines joined by newlines, without a trailing newline.
+    """
+    levels = result.levels
+    mem = result.memory
+    core = result.core
+    classified = result.classified and all(lv.misses_by_class is not None for lv in levels)
+    flops_known = result.flops is not None
+
+    # ---------------------------------------------------------------- header
+    src = result.source
+    if "trace" in src:
+        what = ("trace", f"{src['trace']} ({src.get('format', '?')})")
+    elif "kernel" in src:
+        params = " ".join(f"{k}={v}" for k, v in (src.get("params") or {}).items())
+        what = ("kernel", f"{src['kernel']} {params}".strip())
+    else:
+        what = ("source", str(src) if src else "arrays")
+    kinds = [f"{_int(core.loads)} loads", f"{_int(core.stores)} stores"]
+    if core.nt_stores:
+        kinds.append(f"{_int(core.nt_stores)} non-temporal stores")
+    moved = core.bytes_loaded + core.bytes_stored + core.bytes_nt
+    accesses = f"{_int(result.accesses)} ({', '.join(kinds)}; {format_bytes(moved)} accessed)"
+    if flops_known:
+        flops = _int(result.flops) + (f" ({flops_note})" if flops_note else "")
+    else:
+        flops = "unknown (pass --flops N for arithmetic intensities)"
+    if machine is not None:
+        mach = f"{machine.name}\n{machine.describe()}"
+    else:
+        mach = result.machine or "?"
+    options = [
+        "misses classified (3C)" if result.classified else "misses not classified",
+        "dirty lines flushed at the end" if result.flushed else "no final flush",
+    ]
+    sim_s = float(result.timing.get("simulate_s", 0.0))
+    trace_s = float(result.timing.get("trace_s", 0.0))
+    rate = f", {result.accesses / sim_s / 1e6:.2f} M accesses/s" if sim_s > 0 else ""
+    timing = f"simulate {sim_s:.3f} s{rate}; read trace {trace_s:.3f} s"
+    out = _header_block(
+        [
+            what,
+            ("accesses", accesses),
+            ("flops", flops),
+            ("machine", mach),
+            ("options", ", ".join(options)),
+            ("time", timing),
+        ],
+        width,
+    )
+
+    # ---------------------------------------------------------------- per level
+    fwd = any(lv.forwarded_stores for lv in levels)
+    inval = any(lv.invalidations for lv in levels)
+
+    def level_table(with_classes: bool) -> list[str]:
+        cols = [_Col("level", "<", 0), _Col("lookups"), _Col("hits"), _Col("hit %"), _Col("misses")]
+        if with_classes:
+            cols += [_Col("compulsory"), _Col("capacity"), _Col("conflict")]
+        cols += [_Col("write-alloc\nfills"), _Col("writebacks")]
+        if fwd:
+            cols.append(_Col("forwarded\nstores"))
+        if inval:
+            cols.append(_Col("NT\ninvalidated"))
+        cols.append(_Col("bytes"))
+        if flops_known:
+            cols.append(_Col("AI\nFLOP/B"))
+        rows = []
+        for lv in levels:
+            hit = f"{100 * lv.hits / lv.lookups:.1f}" if lv.lookups else "-"
+            row = [lv.name, _int(lv.lookups), _int(lv.hits), hit, _int(lv.misses)]
+            if with_classes:
+                row += [_int(lv.misses_by_class[c]) for c in ("compulsory", "capacity", "conflict")]
+            row += [_int(lv.write_allocate_fills), _int(lv.writebacks)]
+            if fwd:
+                row.append(_int(lv.forwarded_stores))
+            if inval:
+                row.append(_int(lv.invalidations))
+            row.append(format_bytes(lv.bytes))
+            if flops_known:
+                row.append(_ai(lv.ai))
+            rows.append(row)
+        mrow = [mem.name] + [""] * (len(cols) - 1)
+        mrow[len(cols) - 1 - flops_known] = format_bytes(mem.bytes)
+        if flops_known:
+            mrow[-1] = _ai(mem.ai)
+        rows.append(mrow)
+        return _table(cols, rows)
+
+    table = level_table(classified)
+    split = classified and max(len(x) for x in table) > width
+    if split:
+        table = level_table(False)
+    out += ["", *table]
+    notes = (
+        "bytes: what a level moves for the level above (L1: the core's loads and stores); "
+        f"{mem.name}: {format_bytes(mem.bytes_read)} read, "
+        f"{format_bytes(mem.bytes_written)} written."
+    )
+    if flops_known:
+        notes += " AI = flops / bytes (FLOP/byte)."
+    out += textwrap.wrap(notes, width)
+
+    # ---------------------------------------------------------------- classes
+    if split:
+        cols = [_Col("level", "<", 0), _Col("misses")]
+        rows = []
+        for name in ("compulsory", "capacity", "conflict"):
+            cols += [_Col(name), _Col("%", gap=1)]
+        for lv in levels:
+            row = [lv.name, _int(lv.misses)]
+            for name in ("compulsory", "capacity", "conflict"):
+                n = lv.misses_by_class[name]
+                row += [_int(n), _pct(n, lv.misses)]
+            rows.append(row)
+        out += ["", "Misses by class (Hill & Smith 3C), % of the level's misses:"]
+        out += _table(cols, rows)
+
+    # ---------------------------------------------------------------- traffic
+    if classified:
+        cols = [_Col("traffic", "<", 0), _Col("total")]
+        for label in _TRAFFIC_LABELS.values():
+            cols += [_Col(label), _Col("%", gap=1)]
+        rows = []
+        names = [lv.name for lv in levels] + [mem.name]
+        for i, lv in enumerate(levels):
+            part = lv.traffic_below
+            row = [f"{names[i]} -> {names[i + 1]}", format_bytes(lv.traffic_below_bytes)]
+            for key in _TRAFFIC_LABELS:
+                row += [format_bytes(part[key]), _pct(part[key], lv.traffic_below_bytes)]
+            rows.append(row)
+        out += ["", "Traffic to the next level down, by cause (% of that traffic):"]
+        out += _table(cols, rows)
+    return "\n".join(out)
+
+
+def format_machine(machine: HierarchyConfig) -> str:
+    """Render a machine's cache levels as a table (sizes in bytes, bandwidths in GB/s).
+
+    The bandwidth column appears only when some level gives one.
+    """
+    head = _header_block(
+        [
+            ("machine", machine.name),
+            ("file", machine.source or "-"),
+            ("memory", machine.memory_name),
+        ],
+        REPORT_WIDTH,
+    )
+    cols = [
+        _Col("level", "<", 0),
+        _Col("size"),
+        _Col("bytes"),
+        _Col("ways"),
+        _Col("line"),
+        _Col("sets"),
+        _Col("write-\nallocate", "<"),
+    ]
+    bandwidths = any(lv.bandwidth is not None for lv in machine.levels)
+    if bandwidths:
+        cols.append(_Col("bandwidth"))
+    rows = []
+    for lv in machine.levels:
+        row = [
+            lv.name,
+            _size_text(lv.size),
+            _int(lv.size),
+            str(lv.ways),
+            f"{lv.line} B",
+            _int(lv.sets),
+            "yes" if lv.write_allocate else "no",
+        ]
+        if bandwidths:
+            row.append("-" if lv.bandwidth is None else f"{lv.bandwidth:g} GB/s")
+        rows.append(row)
+    return "\n".join([*head, "", *_table(cols, rows)])
+
+
+def _size_text(nbytes: int) -> str:
+    from hroof.cachesim import format_size
+
+    return format_size(nbytes)
+
+
+# ============================================================================ argument types
+def _number(text: str) -> int:
+    """Parse a whole number: ``1000``, ``1_000``, ``1,000`` or ``1e3``."""
+    clean = text.strip().replace("_", "").replace(",", "")
+    try:
+        return int(clean)
+    except ValueError:
+        pass
+    value = float(clean)  # ValueError for garbage, handled by the callers
+    if not math.isfinite(value) or not value.is_integer():
+        raise ValueError(text)
+    return int(value)
+
+
+def _flops_arg(text: str) -> int:
+    try:
+        value = _number(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a non-negative whole number of floating-point operations "
+            f"(e.g. 1000000 or 1e6), got {text!r}"
+        )
+    return value
+
+
+def _positive(what: str, largest: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = _number(text)
+        except ValueError:
+            value = None
+        if value is None or value < 1 or (largest is not None and value > largest):
+            top = f" up to {largest:,}" if largest is not None else ""
+            raise argparse.ArgumentTypeError(f"must be a positive {what}{top}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _format_arg(text: str) -> str:
+    name = text.strip().lower()
+    if name not in FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"unknown trace format {text!r}{suggest(name, FORMATS)}; "
+            f"choose {', '.join(FORMATS[:-1])} or {FORMATS[-1]}"
+        )
+    return name
+
+
+# ============================================================================ commands
+def _load_machine(spec: str | None) -> HierarchyConfig:
+    """Resolve ``--machine``; make sure an error about a file names the file."""
+    from hroof.cachesim import resolve_machine
+
+    try:
+        return resolve_machine(spec)
+    except ConfigError as exc:
+        msg = str(exc)
+        if spec and Path(spec).is_file() and spec not in msg:
+            raise ConfigError(f"machine file {spec}: {msg}") from None
+        raise
+
+
+def _emit(text: str) -> None:
+    """Write a complete result to stdout."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``hroof simulate --trace FILE``: stream a trace file through a cache hierarchy."""
+    from hroof.cachesim import simulate
+
+    machine = _load_machine(args.machine)
+    path = os.fspath(args.trace)
+    fmt = args.format or detect_format(path)
+    # iter_trace checks the file (exists, readable, npz layout) before anything runs.
+    chunks = iter_trace(path, fmt, chunk_size=args.chunk_size, access_size=args.access_size)
+    total = count_accesses(path, fmt)
+    with Progress(total, enabled=False if args.quiet else None) as bar:
+        result = simulate(
+            machine,
+            chunks,
+            classify=not args.no_classify,
+            flush=not args.no_flush,
+            flops=args.flops,
+            source={"trace": path, "format": fmt},
+            progress=bar,
+        )
+    if args.json:
+        _emit(result.to_json())
+    else:
+        _emit(format_result(result, machine, width=_width()))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``hroof demo``: simulate the bundled 2D stencil trace on the default machine."""
+    from hroof.cachesim import simulate
+
+    machine = _load_machine(None)
+    path = str(EXAMPLE_TRACE)
+    result = simulate(
+        machine,
+        iter_trace(path, "din"),
+        flops=EXAMPLE_FLOPS,
+        source={"trace": path, "format": "din"},
+    )
+    note = f"{EXAMPLE_POINTS:,} stencil points x 5: 4 adds + 1 multiply of the Jacobi average"
+    report = format_result(result, machine, flops_note=note, width=_width())
+    if args.out is not None:
+        target = Path(args.out) / "result.json"
+        _write_atomic(target, result.to_json() + "\n")
+        report += f"\n\nwrote {target}"
+    _emit(report)
+    return 0
+
+
+def cmd_machine_show(args: argparse.Namespace) -> int:
+    """``hroof machine show NAME|FILE``: a machine's cache levels."""
+    _emit(format_machine(_load_machine(args.machine)))
+    return 0
+
+
+def cmd_machine_list(args: argparse.Namespace) -> int:
+    """``hroof machine list``: the machine files bundled with hroof."""
+    from hroof.cachesim import bundled_machines, load_hierarchy
+
+    known = bundled_machines()
+    if not known:
+        _emit("no bundled machines")
+        return 0
+    namew = max(len(n) for n in known) + 2
+    lines = []
+    for name, path in known.items():
+        try:
+            h = load_hierarchy(path)
+            sizes = ", ".join(f"{lv.name} {_size_text(lv.size)}" for lv in h.levels)
+            desc = f"{h.name}: {sizes}"
+        except HroofError as exc:
+            desc = f"(unreadable: {exc})"
+        lines.append(f"{name:<{namew}}{desc}")
+    _emit("\n".join(lines))
+    return 0
+
+
+# ============================================================================ parser
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line: ``hroof: error: ...``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"hroof: error: {message} (see '{self.prog} --help')\n")
+
+
+_DESCRIPTION = """\
+hroof simulates the memory-access trace of a loop kernel through a set-associative
+LRU cache hierarchy (L1..Ln, then memory), classifies every miss at every level as
+compulsory, capacity or conflict, and reports the bytes each level moves and, given
+the kernel's floating-point operation count, its arithmetic intensity (FLOP/byte):
+the inputs of a hierarchical roofline."""
+
+_EPILOG = """\
+examples:
+  hroof demo                                  simulate the bundled 2D stencil trace
+  hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
+  hroof simulate --trace t.npz --machine my.toml --json > result.json
+  hroof machine list                          names of the bundled machines
+  hroof machine show default                  a machine's cache levels
+
+Bad input exits with status 2 and one line on stderr."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``hroof`` argument parser (subcommands set ``func`` to their ``cmd_*``)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="hroof", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"hroof {hroof.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    machine_help = (
+        "cache hierarchy to simulate: the name of a bundled machine (see 'hroof machine "
+        "list') or the path of a machine TOML file (default: the bundled 'default')"
+    )
+
+    # ---------------------------------------------------------------- simulate
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a trace file and print per-level counts",
+        description=(
+            "Stream a memory-access trace file through a simulated cache hierarchy and "
+            "print, per level, lookups, hits, misses by class, write-allocate fills, "
+            "writebacks, the bytes the level moves and its arithmetic intensity; or the "
+            "full result as JSON (schema hroof.result/1)."
+        ),
+    )
+    p.add_argument(
+        "--trace",
+        required=True,
+        metavar="FILE",
+        help="trace file to simulate (npz, Dinero din or valgrind lackey; text formats "
+        "may be gzip-compressed)",
+    )
+    p.add_argument(
+        "--format",
+        type=_format_arg,
+        metavar="{" + ",".join(FORMATS) + "}",
+        help="trace file format (default: told from the file name: .npz; .din, .dinero; "
+        ".lackey, .trace, .log, .out)",
+    )
+    p.add_argument(
+        "--flops",
+        type=_flops_arg,
+        metavar="N",
+        help="floating-point operations the traced run performed (a count, not a rate; "
+        "e.g. 1e6); gives each level's arithmetic intensity in FLOP/byte",
+    )
+    p.add_argument("--machine", metavar="NAME|FILE", help=machine_help)
+    p.add_argument(
+        "--no-classify",
+        action="store_true",
+        help="do not classify misses as compulsory/capacity/conflict (faster, less memory; "
+        "the per-class fields are null)",
+    )
+    p.add_argument(
+        "--no-flush",
+        action="store_true",
+        help="do not write dirty lines back at the end of the run (steady-state studies)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON (schema hroof.result/1) instead of the table",
+    )
+    p.add_argument(
+        "--access-size",
+        type=_positive("number of bytes", _MAX_ACCESS_SIZE),
+        default=8,
+        metavar="BYTES",
+        help="size in bytes of din accesses whose line has no SIZE field (default: 8)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=_positive("number of accesses"),
+        default=DEFAULT_CHUNK,
+        metavar="N",
+        help=f"accesses read and simulated per chunk; bounds memory use (default: "
+        f"{DEFAULT_CHUNK:,})",
+    )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar on stderr (it is shown only when stderr is a terminal, or "
+        "when HROOF_PROGRESS=1)",
+    )
+    p.set_defaults(func=cmd_simulate)
+
+    # ---------------------------------------------------------------- machine
+    p = sub.add_parser(
+        "machine",
+        help="show the bundled machines and their cache levels",
+        description="Inspect machine descriptions (cache levels, TOML files).",
+    )
+    msub = p.add_subparsers(dest="machine_command", metavar="ACTION", title="actions")
+    p.set_defaults(func=None, parser=p)
+    q = msub.add_parser(
+        "show",
+        help="print a machine's cache levels",
+        description="Print a machine's name, source file and cache levels: capacity "
+        "(bytes), ways, line size (bytes), sets, write-allocate and bandwidth (GB/s).",
+    )
+    q.add_argument(
+        "machine",
+        metavar="NAME|FILE",
+        help="a bundled machine name (see 'hroof machine list') or a machine TOML file",
+    )
+    q.set_defaults(func=cmd_machine_show)
+    q = msub.add_parser(
+        "list",
+        help="list the bundled machine names",
+        description="List the machines bundled with hroof, usable as --machine NAME.",
+    )
+    q.set_defaults(func=cmd_machine_list)
+
+    # ---------------------------------------------------------------- demo
+    p = sub.add_parser(
+        "demo",
+        help="simulate the bundled example trace",
+        description=(
+            "Simulate the bundled example trace (a 2D 5-point Jacobi stencil on a 48x48 "
+            f"grid: {EXAMPLE_POINTS:,} interior points, 5 loads + 1 store and 5 flops each) "
+            "on the default machine and print the per-level table."
+        ),
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also write the result as DIR/result.json (schema hroof.result/1); DIR is "
+        "created if needed",
+    )
+    p.set_defaults(func=cmd_demo)
+    parser.set_defaults(func=None, parser=parser)
+    return parser
+
+
+# ============================================================================ entry point
+def _one_line(message: str) -> str:
+    return " ".join(message.split()) or "unknown error"
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"hroof: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``hroof`` command line and return its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 for bad input or usage (one line on stderr), 130 when
+        interrupted.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+        if args.func is None:
+            which = args.parser
+            choices = "show, list" if which is not parser else "simulate, machine, demo"
+            which.error(f"missing command; choose one of {choices}")
+    except SystemExit as exc:  # --help, --version, usage errors
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    try:
+        return args.func(args)
+    except HroofError as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:  # stdout closed early, e.g. `hroof ... | head`
+        with suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
+        sys.stderr.write("hroof: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,698 @@
+"""The ``hroof`` command line: tables, JSON, the error contract, the progress bar.
+
+Most tests call :func:`hroof.cli.main` in-process (the session fixture in
+conftest.py has compiled the kernels already); one runs the console script in
+a subprocess to prove the entry point works and prints no traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hroof.cli import EXAMPLE_FLOPS, EXAMPLE_TRACE, format_bytes, format_result, main
+from hroof.progress import ENV_VAR, Progress, format_duration
+from hroof.traces import write_din, write_npz
+
+LINE = 64
+
+# A 1-level, 2-set, direct-mapped cache: lines 0 and 2 share set 0.
+TINY = """\
+[machine]
+name = "tiny"
+
+[[level]]
+name = "L1"
+size = 128
+ways = 1
+line = 64
+"""
+
+TWO_LEVELS = """\
+[machine]
+name = "two levels"
+
+[[level]]
+name = "L1"
+size = "1 KiB"
+ways = 2
+line = 64
+bandwidth = 300.0
+
+[[level]]
+name = "L2"
+size = "4 KiB"
+ways = 4
+line = 64
+
+[memory]
+name = "HBM"
+"""
+
+
+# --------------------------------------------------------------------------- helpers
+def run(capsys, *argv):
+    """Run ``hroof ARGV`` in-process; return (exit status, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_bad(capsys, argv, *words):
+    """Exit 2, nothing on stdout, one ``hroof: error:`` line naming ``words``."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (code, out, err)
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hroof: error: ")
+    for word in words:
+        assert str(word).lower() in err.lower(), (word, err)
+    return err
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def trace(addrs, kinds=None, size=8):
+    addr = np.asarray(addrs, dtype=np.uint64)
+    kind = np.zeros(len(addr), np.uint8) if kinds is None else np.asarray(kinds, np.uint8)
+    return addr, np.full(len(addr), size, np.uint32), kind
+
+
+def write_lackey(path: Path, addrs, kinds) -> Path:
+    letters = {0: "L", 1: "S"}
+    lines = ["==123== Lackey, an example Valgrind tool"]
+    for a, k in zip(addrs, kinds, strict=True):
+        lines.append(f"I  {0x400000 + a:08x},4")
+        lines.append(f" {letters[k]} {a:08x},8")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def table_rows(out: str) -> dict[str, list[str]]:
+    """The rows of the first (per-level) table, by their first cell."""
+    rows = {}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("level "))
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        cells = line.split()
+        if cells[0] == "bytes:":
+            break
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def sim_json(capsys, *argv) -> dict:
+    code, out, err = run(capsys, "simulate", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write(tmp_path / "tiny.toml", TINY)
+
+
+@pytest.fixture
+def two_levels(tmp_path):
+    return write(tmp_path / "two.toml", TWO_LEVELS)
+
+
+@pytest.fixture(autouse=True)
+def no_forced_progress(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+# A mixed trace: 40 loads and 20 stores over 30 lines, repeated twice.
+MIXED_ADDRS = [(i * 7 % 30) * LINE + 8 * (i % 8) for i in range(60)] * 2
+MIXED_KINDS = [1 if i % 3 == 2 else 0 for i in range(60)] * 2
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """The same trace in all three formats."""
+    t = trace(MIXED_ADDRS, MIXED_KINDS)
+    write_npz(tmp_path / "mixed.npz", t)
+    write_din(tmp_path / "mixed.din", t)
+    write_lackey(tmp_path / "mixed.lackey", MIXED_ADDRS, MIXED_KINDS)
+    return {fmt: tmp_path / f"mixed.{fmt}" for fmt in ("npz", "din", "lackey")}
+
+
+# --------------------------------------------------------------------------- simulate
+@pytest.mark.parametrize("fmt", ["npz", "din", "lackey"])
+def test_simulate_table(capsys, mixed, two_levels, fmt):
+    code, out, err = run(capsys, "simulate", "--trace", mixed[fmt], "--machine", two_levels)
+    assert code == 0, err
+    assert err == ""
+    assert f"{mixed[fmt]} ({fmt})" in out
+    assert "120 (80 loads, 40 stores" in out
+    assert "two levels" in out and "L1 1 KiB 2-way 64 B lines, L2 4 KiB 4-way 64 B lines" in out
+    rows = table_rows(out)
+    assert list(rows) == ["L1", "L2", "HBM"]
+    r = sim_json(capsys, "--trace", mixed[fmt], "--machine", two_levels)
+    for lv in r["levels"]:
+        assert rows[lv["name"]][0] == f"{lv['lookups']:,}"
+        assert rows[lv["name"]][-2:] == format_bytes(lv["bytes"]).split()
+    assert rows["HBM"] == format_bytes(r["memory"]["bytes"]).split()
+    assert "Traffic to the next level down" in out
+    assert "L1 -> L2" in out and "L2 -> HBM" in out
+    assert all(len(line) <= 100 for line in out.splitlines())
+
+
+def test_simulate_same_result_in_every_format(capsys, mixed, two_levels):
+    results = [sim_json(capsys, "--trace", mixed[f], "--machine", two_levels) for f in mixed]
+    strip = [{k: v for k, v in r.items() if k not in ("source", "timing")} for r in results]
+    assert strip[0] == strip[1] == strip[2]
+    assert [r["source"]["format"] for r in results] == ["npz", "din", "lackey"]
+
+
+def test_simulate_json(capsys, mixed, two_levels):
+    path = mixed["din"]
+    r = sim_json(capsys, "--trace", path, "--machine", two_levels, "--flops", "1e3")
+    assert r["schema"] == "hroof.result/1"
+    assert r["source"] == {"trace": str(path), "format": "din"}
+    assert r["flops"] == 1000
+    assert r["accesses"] == 120
+    assert [lv["name"] for lv in r["levels"]] == ["L1", "L2"]
+    for lv in r["levels"]:
+        assert lv["ai"] == pytest.approx(1000 / lv["bytes"])
+        assert lv["hits"] + lv["misses"] == lv["lookups"]
+        assert sum(lv["misses_by_class"].values()) == lv["misses"]
+    assert r["levels"][0]["bytes"] == 120 * 8
+    assert r["memory"]["name"] == "HBM"
+    assert r["memory"]["ai"] == pytest.approx(1000 / r["memory"]["bytes"])
+
+
+def test_simulate_json_without_flops(capsys, mixed):
+    r = sim_json(capsys, "--trace", mixed["npz"])
+    assert r["flops"] is None
+    assert r["memory"]["ai"] is None
+    assert all(lv["ai"] is None for lv in r["levels"])
+    assert [lv["name"] for lv in r["levels"]] == ["L1", "L2", "L3"]  # the default machine
+
+
+def test_table_with_and_without_flops(capsys, mixed, tiny):
+    _, out, _ = run(capsys, "simulate", "--trace", mixed["din"], "--machine", tiny)
+    assert "FLOP/B" not in out and "unknown (pass --flops N" in out
+    _, out, _ = run(capsys, "simulate", "--trace", mixed["din"], "--machine", tiny, "--flops", 960)
+    assert "FLOP/B" in out
+    assert table_rows(out)["L1"][-1] == "1.00"  # 960 flops / (120 x 8 bytes)
+
+
+def test_no_classify(capsys, mixed, two_levels):
+    r = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels, "--no-classify")
+    assert r["options"]["classify"] is False
+    assert all(lv["misses_by_class"] is None for lv in r["levels"])
+    assert all(lv["traffic_below"] is None for lv in r["levels"])
+    _, out, _ = run(capsys, "simulate", "--trace", mixed["npz"], "--no-classify")
+    assert "misses not classified" in out
+    assert "compulsory" not in out and "Traffic" not in out
+
+
+def test_no_flush_fewer_writebacks(capsys, tmp_path, tiny):
+    path = tmp_path / "stores.din"
+    write_din(path, trace([0, 64, 0, 64], kinds=[1, 1, 1, 1]))
+    flushed = sim_json(capsys, "--trace", path, "--machine", tiny)
+    steady = sim_json(capsys, "--trace", path, "--machine", tiny, "--no-flush")
+    assert flushed["levels"][0]["writebacks"] == 2
+    assert steady["levels"][0]["writebacks"] == 0
+    assert steady["memory"]["bytes_written"] == 0
+    assert flushed["memory"]["bytes_written"] == 2 * LINE
+
+
+def test_exact_counts_compulsory(capsys, tmp_path):
+    """Loads to 3 distinct lines (hex addresses), 7 loads, on a 4-line cache: 3 misses."""
+    machine = write(tmp_path / "four.toml", "[[level]]\nsize = 256\nways = 2\n")
+    path = write(tmp_path / "three.din", "0 0\n0 40\n0 80\n0 8\n0 48\n0 88\n0 10 8\n")
+    r = sim_json(capsys, "--trace", path, "--machine", machine)
+    (l1,) = r["levels"]
+    assert r["accesses"] == l1["lookups"] == 7
+    assert (l1["hits"], l1["misses"]) == (4, 3)
+    assert l1["misses_by_class"] == {"compulsory": 3, "capacity": 0, "conflict": 0}
+    assert l1["write_allocate_fills"] == l1["writebacks"] == 0
+    assert r["memory"] == {"name": "DRAM", "bytes_read": 3 * LINE, "bytes_written": 0,
+                           "bytes": 3 * LINE, "ai": None}  # fmt: skip
+
+
+def test_exact_counts_by_class(capsys, tmp_path, tiny):
+    """Hand-checked 3C split on a 2-set direct-mapped cache (lines 0 and 2 share set 0)."""
+    # 0 (comp), 2 (comp, evicts 0), 0 (conflict: a 2-line LRU cache holds 0 and 2),
+    # 1 (comp), 4 (comp, set 0, evicts 0), 2 (capacity: LRU of 2 lines holds 1 and 4).
+    lines = [0, 2, 0, 1, 4, 2]
+    path = tmp_path / "classes.npz"
+    write_npz(path, trace([n * LINE for n in lines]))
+    r = sim_json(capsys, "--trace", path, "--machine", tiny)
+    (l1,) = r["levels"]
+    assert (l1["lookups"], l1["hits"], l1["misses"]) == (6, 0, 6)
+    assert l1["misses_by_class"] == {"compulsory": 4, "capacity": 1, "conflict": 1}
+    assert l1["traffic_below"]["compulsory"] == 4 * LINE
+    assert r["memory"]["bytes_read"] == 6 * LINE
+    # and the table says the same
+    _, out, _ = run(capsys, "simulate", "--trace", path, "--machine", tiny)
+    assert table_rows(out)["L1"][:4] == ["6", "0", "0.0", "6"]
+
+
+def test_machine_file_and_name(capsys, mixed, two_levels):
+    by_path = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels)
+    assert by_path["machine"] == "two levels"
+    default = sim_json(capsys, "--trace", mixed["npz"], "--machine", "default")
+    assert default["machine"].startswith("default")
+    assert len(default["levels"]) == 3
+
+
+def test_access_size_and_chunk_size(capsys, tmp_path, tiny):
+    path = write(tmp_path / "nosize.din", "0 0\n0 28\n1 50 4\n")
+    r = sim_json(capsys, "--trace", path, "--machine", tiny, "--access-size", 32)
+    # 0..31 (line 0), 0x28..+31 = 40..71 (lines 0 and 1), 0x50 = 80..83 (line 1): 4 lookups
+    assert r["core"]["bytes_loaded"] == 64
+    assert r["core"]["bytes_stored"] == 4
+    assert r["levels"][0]["lookups"] == 4
+    chunked = sim_json(capsys, "--trace", path, "--machine", tiny, "--access-size", 32,
+                       "--chunk-size", 1)  # fmt: skip
+    assert chunked["levels"] == r["levels"]
+
+
+def test_format_option_overrides_extension(capsys, tmp_path, tiny):
+    path = write(tmp_path / "trace.txt", "0 0\n0 40\n")
+    r = sim_json(capsys, "--trace", path, "--format", "DIN", "--machine", tiny)
+    assert r["source"]["format"] == "din" and r["accesses"] == 2
+
+
+@pytest.mark.parametrize("fmt", ["npz", "din"])
+def test_empty_trace_is_not_an_error(capsys, tmp_path, fmt):
+    path = tmp_path / f"empty.{fmt}"
+    if fmt == "npz":
+        write_npz(path, trace([]))
+    else:
+        path.write_text("")
+    r = sim_json(capsys, "--trace", path, "--flops", 0)
+    assert r["accesses"] == 0
+    assert all(lv["lookups"] == lv["misses"] == lv["bytes"] == 0 for lv in r["levels"])
+    assert r["memory"]["bytes"] == 0
+    code, out, err = run(capsys, "simulate", "--trace", path)
+    assert code == 0 and err == ""
+    assert table_rows(out)["L1"][:4] == ["0", "0", "-", "0"]
+
+
+# --------------------------------------------------------------------------- demo
+def test_demo(capsys):
+    code, out, err = run(capsys, "demo")
+    assert code == 0, err
+    assert "example.din (din)" in out
+    assert "12,696 (10,580 loads, 2,116 stores" in out
+    assert f"{EXAMPLE_FLOPS:,} (2,116 stencil points x 5: 4 adds + 1 multiply" in out
+    rows = table_rows(out)
+    assert list(rows) == ["L1", "L2", "L3", "DRAM"]
+    assert rows["L1"][0] == "12,696"
+    assert all(len(line) <= 100 for line in out.splitlines())
+
+
+def test_demo_out_writes_result(capsys, tmp_path):
+    outdir = tmp_path / "new" / "dir"
+    code, out, err = run(capsys, "demo", "--out", outdir)
+    assert code == 0, err
+    assert f"wrote {outdir / 'result.json'}" in out
+    r = json.loads((outdir / "result.json").read_text())
+    assert r["schema"] == "hroof.result/1"
+    assert r["flops"] == EXAMPLE_FLOPS == 2116 * 5
+    assert r["accesses"] == 12696
+    assert r["source"]["format"] == "din"
+    assert sorted(os.listdir(outdir)) == ["result.json"]  # no temporary file left
+    # the table shows the numbers of the JSON
+    rows = table_rows(out)
+    for lv in r["levels"]:
+        assert rows[lv["name"]][:4] == [
+            f"{lv['lookups']:,}",
+            f"{lv['hits']:,}",
+            f"{100 * lv['hits'] / lv['lookups']:.1f}",
+            f"{lv['misses']:,}",
+        ]
+    assert rows["DRAM"][-1] == f"{r['memory']['ai']:.3f}"
+
+
+def test_demo_out_unwritable(capsys, tmp_path):
+    blocker = write(tmp_path / "file", "not a directory")
+    assert_bad(capsys, ["demo", "--out", blocker], "cannot write", "result.json")
+
+
+def test_wide_terminal_keeps_classes_in_the_main_table():
+    from hroof.cachesim import resolve_machine, simulate
+    from hroof.traces import iter_trace
+
+    machine = resolve_machine("default")
+    result = simulate(machine, iter_trace(EXAMPLE_TRACE), flops=EXAMPLE_FLOPS)
+    narrow = format_result(result, machine, width=100)
+    wide = format_result(result, machine, width=200)
+    assert "Misses by class" in narrow and "Misses by class" not in wide
+    head = [line for line in wide.splitlines() if line.startswith("level ")]
+    assert "misses  compulsory  capacity  conflict" in head[0]
+    assert max(len(line) for line in narrow.splitlines()) <= 100
+    assert table_rows(wide)["L1"][4:7] == [
+        f"{n:,}" for n in result.levels[0].misses_by_class.values()
+    ]
+
+
+# --------------------------------------------------------------------------- machine
+def test_machine_show_default(capsys):
+    code, out, err = run(capsys, "machine", "show", "default")
+    assert code == 0, err
+    assert "default (generic 3-level x86 core)" in out
+    assert "default.toml" in out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line[:2] in ("L1", "L2")}
+    assert lines["L1"][:7] == ["L1", "48", "KiB", "49,152", "12", "64", "B"]
+    assert lines["L2"][6:9] == ["B", "2,048", "yes"]
+
+
+def test_machine_show_file(capsys, two_levels):
+    code, out, _ = run(capsys, "machine", "show", two_levels)
+    assert code == 0
+    assert "two levels" in out and str(two_levels) in out and "HBM" in out
+    assert "300 GB/s" in out
+
+
+def test_machine_list(capsys):
+    code, out, _ = run(capsys, "machine", "list")
+    assert code == 0
+    assert out.splitlines()[0].split()[0] == "default"
+    assert "L1 48 KiB" in out
+
+
+# --------------------------------------------------------------------------- help
+def test_version_and_help(capsys):
+    import hroof
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"hroof {hroof.__version__}"
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    assert "examples:" in out and "hroof demo" in out
+    for cmd in ("simulate", "machine", "demo"):
+        assert cmd in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["simulate", "--help"], ["--access-size BYTES", "FLOP/byte", "--chunk-size N", "JSON"]),
+        (["machine", "show", "--help"], ["bytes", "GB/s"]),
+        (["demo", "--help"], ["result.json"]),
+    ],
+)
+def test_subcommand_help(capsys, argv, words):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    for word in words:
+        assert word in out
+
+
+# --------------------------------------------------------------------------- errors
+def test_error_missing_trace(capsys, tmp_path):
+    assert_bad(capsys, ["simulate", "--trace", tmp_path / "nope.din"], "not found", "nope.din")
+
+
+def test_error_trace_is_directory(capsys, tmp_path):
+    assert_bad(capsys, ["simulate", "--trace", tmp_path, "--format", "din"], "directory")
+
+
+def test_error_unknown_extension(capsys, tmp_path):
+    path = write(tmp_path / "trace.xyz", "0 0\n")
+    assert_bad(capsys, ["simulate", "--trace", path], "trace.xyz", "format")
+
+
+def test_error_missing_machine_file(capsys, mixed, tmp_path):
+    missing = tmp_path / "nope.toml"
+    assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", missing],
+               "not found", "nope.toml")  # fmt: skip
+    assert_bad(capsys, ["machine", "show", missing], "not found", "nope.toml")
+
+
+def test_error_unknown_machine_lists_known(capsys, mixed):
+    assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", "defualt"],
+               "unknown machine 'defualt'", "did you mean 'default'", "known: default")  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["dinn", "csv"])
+def test_error_unknown_format(capsys, mixed, fmt):
+    assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--format", fmt],
+               "unknown trace format", fmt, "npz, din or lackey")  # fmt: skip
+
+
+def test_error_malformed_din_line(capsys, tmp_path):
+    path = write(tmp_path / "bad.din", "0 0 8\n1 40 8\n0 zz9 8\n0 80 8\n")
+    err = assert_bad(capsys, ["simulate", "--trace", path, "--json"], "bad address", "'0 zz9 8'")
+    assert f"{path}:3:" in err
+
+
+def test_error_malformed_line_after_many_chunks_prints_nothing(capsys, tmp_path):
+    path = tmp_path / "late.din"
+    path.write_text("0 40 8\n" * 1000 + "7 0 8\n")
+    err = assert_bad(capsys, ["simulate", "--trace", path, "--chunk-size", 10], "late.din:1001:")
+    assert "label 7" in err
+
+
+def test_error_npz_missing_array(capsys, tmp_path):
+    path = tmp_path / "partial.npz"
+    np.savez(path, addr=np.zeros(3, np.uint64), size=np.full(3, 8, np.uint32))
+    assert_bad(capsys, ["simulate", "--trace", path], "partial.npz", "missing", "kind")
+
+
+def test_error_npz_mismatched_lengths(capsys, tmp_path):
+    path = tmp_path / "uneven.npz"
+    np.savez(path, addr=np.zeros(3, np.uint64), size=np.full(2, 8, np.uint32),
+             kind=np.zeros(3, np.uint8))  # fmt: skip
+    assert_bad(capsys, ["simulate", "--trace", path], "uneven.npz", "different lengths")
+
+
+def _level(**changes) -> str:
+    fields = {"name": '"L1"', "size": "1024", "ways": "2", "line": "64", **changes}
+    return "[[level]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items() if v is not None)
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        (_level(line="48"), ["line size 48", "power of two"]),
+        (
+            _level() + _level(name='"L2"', size="4096", line="128"),
+            ["one line size", "L1 64 B", "L2 128 B"],
+        ),
+        (_level(size="1000"), ["capacity 1000", "whole sets"]),
+        (_level(size="0"), ["L1 size", "positive"]),
+        (_level(size="-1024"), ["L1 size", "positive"]),
+        (_level(ways="0"), ["L1 ways", "positive"]),
+        (_level(ways="-2"), ["L1 ways", "positive"]),
+        (_level(ways=None, wayz="2"), ["unknown key 'wayz'", "did you mean 'ways'"]),
+        ("[[level]\nname = 'L1'\n", ["not valid TOML"]),
+        ("[machine]\nname = 'x'\n", ["no [[level]]"]),
+    ],
+    ids=[
+        "line-not-pow2",
+        "mixed-lines",
+        "partial-sets",
+        "zero-size",
+        "negative-size",
+        "zero-ways",
+        "negative-ways",
+        "unknown-key",
+        "bad-toml",
+        "no-levels",
+    ],
+)
+def test_error_bad_machine_file(capsys, tmp_path, mixed, toml, words):
+    path = write(tmp_path / "bad.toml", toml)
+    err = assert_bad(capsys, ["machine", "show", path], *words)
+    assert "bad.toml" in err
+    err2 = assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", path], *words)
+    assert err2 == err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["simulate", "--trace", "t.din", "--flops", "-5"], ["--flops", "non-negative", "'-5'"]),
+        (["simulate", "--trace", "t.din", "--flops", "1.5"], ["--flops", "'1.5'"]),
+        (["simulate", "--trace", "t.din", "--flops=-1e3"], ["--flops", "non-negative"]),
+        (["simulate", "--trace", "t.din", "--chunk-size", "0"], ["--chunk-size", "positive"]),
+        (["simulate", "--trace", "t.din", "--access-size", "x"], ["--access-size", "'x'"]),
+        (["simulate"], ["required", "--trace"]),
+        (["simulate", "--trace", "t.din", "--bogus"], ["unrecognized", "--bogus"]),
+        (["simulat"], ["invalid choice", "simulat"]),
+        ([], ["missing command", "simulate"]),
+        (["machine"], ["missing command", "show, list"]),
+        (["machine", "show"], ["required"]),
+    ],
+)
+def test_usage_errors(capsys, argv, words):
+    assert_bad(capsys, argv, *words)
+
+
+def test_keyboard_interrupt(capsys, monkeypatch):
+    import hroof.cachesim
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hroof.cachesim, "simulate", interrupted)
+    code, out, err = run(capsys, "demo")
+    assert code == 130
+    assert out == ""
+    assert err == "hroof: interrupted\n"
+
+
+def test_json_is_printed_only_when_complete(capsys, tmp_path):
+    path = bad_kind_npz(tmp_path / "half.npz")
+    assert_bad(capsys, ["simulate", "--trace", path, "--json", "--chunk-size", 5],
+               "half.npz", "kind[50] is 5")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- progress
+def test_progress_forced_goes_to_stderr_only(capsys, monkeypatch, mixed):
+    monkeypatch.setenv(ENV_VAR, "1")
+    code, out, err = run(capsys, "simulate", "--trace", mixed["npz"], "--json", "--chunk-size", 7)
+    assert code == 0
+    json.loads(out)  # stdout is exactly the JSON
+    assert "\r" not in out
+    assert "120/120 accesses" in err and "100%" in err and "M accesses/s" in err
+    assert err.endswith("\n")
+
+
+def test_progress_text_format_shows_count_and_rate(capsys, monkeypatch, mixed):
+    monkeypatch.setenv(ENV_VAR, "1")
+    code, out, err = run(capsys, "simulate", "--trace", mixed["din"], "--chunk-size", 50)
+    assert code == 0
+    assert "simulate  120 accesses" in err and "%" not in err
+    assert "\r" not in out and "simulate  " not in out
+
+
+def test_progress_quiet(capsys, monkeypatch, mixed):
+    monkeypatch.setenv(ENV_VAR, "1")
+    code, out, err = run(capsys, "simulate", "--trace", mixed["npz"], "--quiet")
+    assert code == 0 and err == "" and "L1" in out
+
+
+def test_progress_off_when_not_a_terminal(capsys, mixed):
+    code, _, err = run(capsys, "simulate", "--trace", mixed["npz"], "--chunk-size", 7)
+    assert code == 0 and err == ""
+
+
+def bad_kind_npz(path: Path, n=60, at=50) -> Path:
+    addr, size, kind = trace(np.arange(n) * 8)
+    kind[at] = 5
+    np.savez(path, addr=addr, size=size, kind=kind)
+    return path
+
+
+def test_progress_cleared_on_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, "1")
+    path = bad_kind_npz(tmp_path / "bad.npz")
+    code, out, err = run(capsys, "simulate", "--trace", path, "--chunk-size", 10)
+    assert code == 2 and out == ""
+    assert "simulate [" in err  # the bar was drawn before the bad chunk
+    assert "\n" not in err[:-1].rpartition("\r")[0]  # the bar never ended a line
+    visible = err.rpartition("\r")[2]  # what the terminal shows after the bar is wiped
+    assert visible.startswith("hroof: error: ") and visible.count("\n") == 1
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_progress_bar_unit(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr("hroof.progress.time.perf_counter", clock)
+    out = io.StringIO()
+    with Progress(total=1000, stream=out, enabled=True, delay=0.5, interval=0.1) as bar:
+        bar(100)  # before the delay: nothing
+        assert out.getvalue() == ""
+        clock.t = 1.0
+        bar(100)
+        first = out.getvalue()
+        assert "200/1,000 accesses" in first and "20%" in first and "ETA 0:04" in first
+        assert "0.00 M accesses/s" in first  # 200 per second
+        for _ in range(50):  # no time passes: no redraw
+            bar(1)
+        assert out.getvalue() == first
+        clock.t = 2.0
+        bar(750)
+    text = out.getvalue()
+    assert text.count("\r") == 3 and text.endswith("\n")
+    assert "1,000/1,000 accesses" in text and "in 0:02" in text
+
+
+def test_progress_quick_run_leaves_nothing():
+    out = io.StringIO()
+    with Progress(total=10, stream=out, enabled=True, delay=60) as bar:
+        bar(10)
+    assert out.getvalue() == ""
+
+
+def test_progress_clears_on_exception():
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), Progress(stream=out, enabled=True, delay=0) as bar:
+        bar(5)
+        raise RuntimeError
+    text = out.getvalue()
+    assert "\n" not in text and text.endswith("\r")
+    assert text.rpartition("\r")[0].rpartition("\r")[2].strip() == ""
+
+
+def test_progress_env(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert Progress(stream=Tty()).enabled
+    assert not Progress(stream=io.StringIO()).enabled
+    monkeypatch.setenv(ENV_VAR, "0")
+    assert not Progress(stream=Tty()).enabled
+    monkeypatch.setenv(ENV_VAR, "1")
+    forced = Progress(stream=io.StringIO())
+    assert forced.enabled and forced.delay == 0
+    assert not Progress(stream=io.StringIO(), enabled=False).enabled
+
+
+def test_formatters():
+    assert format_duration(59.6) == "1:00"
+    assert format_bytes(0) == "0 B"
+    assert format_bytes(1023) == "1023 B"
+    assert format_bytes(1024) == "1.0 KiB"
+    assert format_bytes(1024 * 1024 - 1) == "1.0 MiB"
+    assert format_bytes(int(1.25 * 2**20)) == "1.2 MiB"
+
+
+# --------------------------------------------------------------------------- console script
+def test_console_entry_point(tmp_path):
+    script = Path(sys.executable).with_name("hroof")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "hroof"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop(ENV_VAR, None)
+    ok = subprocess.run([*cmd, "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0
+    assert ok.stdout.startswith("usage: hroof") and "examples:" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "hroof", "simulate", "--trace", str(tmp_path / "missing.npz")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert bad.stderr == f"hroof: error: trace file not found: {tmp_path / 'missing.npz'}\n"
