@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hroof
-from hroof.errors import ConfigError, HroofError, suggest
+from hroof.errors import HroofError, suggest
 from hroof.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
 
@@ -408,16 +408,10 @@ def _format_arg(text: str) -> str:
 
 # ============================================================================ commands
 def _load_machine(spec: str | None) -> HierarchyConfig:
-    """Resolve ``--machine``; make sure an error about a file names the file."""
+    """Resolve ``--machine`` (errors about a file name the file)."""
     from hroof.cachesim import resolve_machine
 
-    try:
-        return resolve_machine(spec)
-    except ConfigError as exc:
-        msg = str(exc)
-        if spec and Path(spec).is_file() and spec not in msg:
-            raise ConfigError(f"machine file {spec}: {msg}") from None
-        raise
+    return resolve_machine(spec)
 
 
 def _emit(text: str) -> None:

@@ -600,11 +600,19 @@ def test_missing_file_and_directory(tmp_path, name):
         iter_trace(path)
 
 
-@pytest.mark.parametrize("name", ["t.npz", "t.din", "t.lackey"])
+@pytest.mark.parametrize("name", ["t.din", "t.lackey"])
 def test_empty_file_yields_nothing(tmp_path, name):
     path = write_text(tmp_path, name, b"")
     assert list(iter_trace(path)) == []
     assert count_accesses(path) == 0
+
+
+def test_empty_npz_file_is_an_error(tmp_path):
+    """A 0-byte .npz (an interrupted write) is not silently an empty trace."""
+    path = write_text(tmp_path, "t.npz", b"")
+    for fn in (iter_trace, count_accesses):
+        with pytest.raises(TraceFormatError, match=r"t\.npz is empty \(0 bytes\), not an npz"):
+            fn(path)
 
 
 def test_empty_trace_arrays(tmp_path):

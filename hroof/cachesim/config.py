@@ -234,14 +234,17 @@ def _level_from_table(table: dict, where: str, default_name: str) -> LevelConfig
     for key in ("size", "ways"):
         if key not in table:
             raise ConfigError(f"{where} is missing '{key}'")
-    return LevelConfig(
-        name=table.get("name", default_name),
-        size=table["size"],
-        ways=table["ways"],
-        line=table.get("line", 64),
-        write_allocate=table.get("write_allocate", True),
-        bandwidth=table.get("bandwidth"),
-    )
+    try:
+        return LevelConfig(
+            name=table.get("name", default_name),
+            size=table["size"],
+            ways=table["ways"],
+            line=table.get("line", 64),
+            write_allocate=table.get("write_allocate", True),
+            bandwidth=table.get("bandwidth"),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def hierarchy_from_dict(doc: dict, source: str = "<dict>") -> HierarchyConfig:

@@ -74,6 +74,27 @@ def _as_chunk(addr, size, kind) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+_WARM = False
+
+
+def warm_up() -> None:
+    """Compile the kernels, or load them from Numba's on-disk cache, once per process.
+
+    :class:`Simulator` calls this before its first timing, so that
+    ``timing.simulate_s`` measures simulation, not compilation (a few
+    seconds on the first run on a machine, about 0.2 s to load after).
+    """
+    global _WARM
+    if _WARM:
+        return
+    _WARM = True
+    tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64),))
+    sim = Simulator(tiny, classify=True)
+    sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
+    sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
+    sim.finish()
+
+
 class Simulator:
     """A set-associative LRU cache hierarchy fed a trace chunk by chunk.
 
@@ -102,6 +123,7 @@ class Simulator:
     def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True):
         if not isinstance(hierarchy, HierarchyConfig):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
+        warm_up()
         self.hierarchy = hierarchy
         self.classify = bool(classify)
         self._finished = False

@@ -153,7 +153,9 @@ def iter_trace(
     iteration, possibly after earlier chunks were yielded.
 
     Memory stays bounded by ``chunk_size`` accesses plus one read block,
-    whatever the file's length. An empty file (0 bytes) yields nothing.
+    whatever the file's length. An empty text file (0 bytes) yields nothing; a
+    0-byte ``.npz`` is an error (no archive), while an archive of empty arrays
+    yields nothing.
 
     Parameters
     ----------
@@ -196,6 +198,9 @@ def iter_trace(
     access_size = _positive_int(access_size, "access_size", _MAX_SIZE)
     nbytes = _check_file(path)
     if nbytes == 0:
+        if fmt == "npz":
+            # A 0-byte .npz is no archive (an interrupted write, say), not an empty trace.
+            raise TraceFormatError(f"{path} is empty (0 bytes), not an npz archive")
         return iter(())
     if fmt == "npz":
         layout = _npz_layout(path)
@@ -242,10 +247,12 @@ def count_accesses(
     """
     fmt = _resolve_format(path, format)
     _positive_int(access_size, "access_size", _MAX_SIZE)
+    if fmt == "npz":
+        if _check_file(path) == 0:
+            raise TraceFormatError(f"{path} is empty (0 bytes), not an npz archive")
+        return _npz_layout(path)["addr"].length
     if _check_file(path) == 0:
         return 0
-    if fmt == "npz":
-        return _npz_layout(path)["addr"].length
     return None
 
 
