@@ -64,6 +64,9 @@ REQ_RFO = 2
 KIND_LOAD = 0
 KIND_STORE = 1
 KIND_NT = 2
+# A piece of a line-straddling access after its first line (see Simulator.feed):
+# kind + KIND_CONT, counted in the core's bytes but not as another access.
+KIND_CONT = 3
 
 # Per-level counters.
 C_LOOKUPS = 0
@@ -162,7 +165,7 @@ def _insert(tags, base, ways, line, dirty):
     return victim
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _remove(tags, base, ways, p):
     for q in range(p, ways - 1):
         tags[base + q] = tags[base + q + 1]
@@ -260,7 +263,7 @@ def _sh_push_front(sh, lvl, nd):
     sh.meta[lvl, S_HEAD] = nd
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _sh_tab_delete(sh, lvl, slot):
     """Backward-shift deletion from the linear-probing table."""
     bits = sh.tbits[lvl]
@@ -318,7 +321,7 @@ def _sh_touch(sh, lvl, line, allocate):
     return False
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _sh_drop(sh, lvl, line):
     nd, slot = _sh_lookup(sh, lvl, line)
     if nd < 0:
@@ -330,7 +333,7 @@ def _sh_drop(sh, lvl, line):
 
 
 # --------------------------------------------------------------- writebacks
-@njit(**JIT)
+@njit(**INLINE)
 def _count_writeback(st, fl, lvl, line, classify):
     """A dirty ``line`` leaves level ``lvl``: count it (first or repeated)."""
     st.ctr[lvl, C_WB_OUT] += 1
@@ -342,7 +345,7 @@ def _count_writeback(st, fl, lvl, line, classify):
             st.ctr[lvl, C_WB_FIRST] += 1
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _writeback(geo, st, fl, sh, lvl, line, classify):
     """Level ``lvl`` evicts dirty ``line``: send it down, cascading evictions."""
     tags = st.tags
@@ -434,7 +437,7 @@ def _access_line(geo, st, fl, sh, line, req, nbytes, classify):
                 _writeback(geo, st, fl, sh, lvl, victim >> 1, classify)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _nt_line(geo, st, fl, sh, line, classify):
     """A non-temporal store to ``line``: invalidate every copy, pass dirt down."""
     tags = st.tags
@@ -462,7 +465,9 @@ def _nt_line(geo, st, fl, sh, line, classify):
 def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
     """Simulate accesses ``start..`` of a chunk; return the index reached.
 
-    Returns ``len(addr)`` when the chunk is done, or the index of the first
+    Every access lies within one line: :meth:`Simulator.feed` splits a
+    straddling access into one piece per line, the pieces after the first
+    with ``kind + KIND_CONT``. Returns ``len(addr)`` when the chunk is done, or the index of the first
     access that might overflow the classification tables (grow, call again).
     """
     n = addr.shape[0]
@@ -489,53 +494,48 @@ def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
     fast_hits = 0
     stop = n
     for i in range(start, n):
-        a = addr[i]
+        line = addr[i] >> lb
         sz = size[i]
-        k = kind[i]
-        first = a >> lb
-        last = (a + sz - 1) >> lb
+        k = np.int64(kind[i])
         if classify:
-            need = last - first + 1
-            if fl.meta[M_NPAGES] + need > pages_cap or 2 * (fl.meta[M_PT_USED] + need) > pt_cap:
+            if fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap:
                 stop = i
                 break
-        if k == KIND_LOAD:
+        if k >= KIND_CONT:
+            k -= KIND_CONT
+        elif k == KIND_LOAD:
             n_loads += 1
+        elif k == KIND_STORE:
+            n_stores += 1
+        else:
+            n_nt += 1
+        if k == KIND_LOAD:
             b_loads += sz
             req = REQ_LOAD
         elif k == KIND_STORE:
-            n_stores += 1
             b_stores += sz
             req = REQ_STORE
         else:
-            n_nt += 1
             b_nt += sz
-            for line in range(first, last + 1):
-                _nt_line(geo, st, fl, sh, line, classify)
+            _nt_line(geo, st, fl, sh, line, classify)
             continue
-        if first == last:
-            # Fast path: an L1 hit is handled here; only misses walk the hierarchy.
-            sidx = first & l1_mask if l1_mask >= 0 else first % l1_nsets
-            base = l1_off + sidx * l1_ways
-            p = _find(tags, base, l1_ways, first)
-            if p >= 0:
-                if classify:
-                    # A hit on the shadow's MRU line changes nothing there.
-                    head = sh_meta[0, S_HEAD]
-                    if head < 0 or sh_key[head] != first:
-                        _sh_touch(sh, 0, first, req != REQ_STORE or l1_wa)
-                if p > 0:
-                    _to_front(tags, base, p, 1 if req == REQ_STORE else 0)
-                elif req == REQ_STORE:
-                    tags[base] |= 1
-                fast_hits += 1
-                continue
-            _access_line(geo, st, fl, sh, first, req, sz, classify)
-        else:
-            for line in range(first, last + 1):
-                lo = max(a, line << lb)
-                hi = min(a + sz, (line + 1) << lb)
-                _access_line(geo, st, fl, sh, line, req, hi - lo, classify)
+        # Fast path: an L1 hit is handled here; only misses walk the hierarchy.
+        sidx = line & l1_mask if l1_mask >= 0 else line % l1_nsets
+        base = l1_off + sidx * l1_ways
+        p = _find(tags, base, l1_ways, line)
+        if p < 0:
+            _access_line(geo, st, fl, sh, line, req, sz, classify)
+            continue
+        if classify:
+            # A hit on the shadow's MRU line changes nothing there.
+            head = sh_meta[0, S_HEAD]
+            if head < 0 or sh_key[head] != line:
+                _sh_touch(sh, 0, line, req != REQ_STORE or l1_wa)
+        if p > 0:
+            _to_front(tags, base, p, 1 if req == REQ_STORE else 0)
+        elif req == REQ_STORE:
+            tags[base] |= 1
+        fast_hits += 1
     core[K_LOADS] += n_loads
     core[K_STORES] += n_stores
     core[K_NT] += n_nt

@@ -95,6 +95,30 @@ def warm_up() -> None:
     sim.finish()
 
 
+def _split_lines(addr, size, kind, line_bits):
+    """Cut every access that straddles lines into one piece per line.
+
+    The pieces after an access's first line get ``kind + KIND_CONT``, so the
+    kernel counts their bytes but not another access. Chunks without a
+    straddling access are returned as they are.
+
+    >>> a, s, k = _split_lines(np.array([60, 0]), np.array([8, 4]), np.array([0, 1], np.uint8), 6)
+    >>> a.tolist(), s.tolist(), k.tolist()
+    ([60, 64, 0], [4, 4, 4], [0, 3, 1])
+    """
+    first = addr >> line_bits
+    span = ((addr + size - 1) >> line_bits) - first + 1
+    if addr.shape[0] == 0 or span.max() == 1:
+        return addr, size, kind
+    idx = np.repeat(np.arange(addr.shape[0]), span)
+    piece = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
+    line = first[idx] + piece
+    lo = np.maximum(addr[idx], line << line_bits)
+    hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
+    cont = np.where(piece > 0, K.KIND_CONT, 0).astype(np.uint8)
+    return lo, hi - lo, kind[idx] + cont
+
+
 class Simulator:
     """A set-associative LRU cache hierarchy fed a trace chunk by chunk.
 
@@ -277,6 +301,7 @@ class Simulator:
             raise HroofError("this simulation is finished; start a new Simulator")
         addr, size, kind = _as_chunk(addr, size, kind)
         t0 = time.perf_counter()
+        addr, size, kind = _split_lines(addr, size, kind, self.hierarchy.line_bits)
         n = addr.shape[0]
         i = 0
         while i < n:
@@ -284,9 +309,7 @@ class Simulator:
                 addr, size, kind, i, self._geo, self._st, self._fl, self._sh, self.classify
             )
             if i < n:
-                lb = self.hierarchy.line_bits
-                a, sz = int(addr[i]), int(size[i])
-                self._grow_flags(((a + sz - 1) >> lb) - (a >> lb) + 1)
+                self._grow_flags(1)
         self._simulate_s += time.perf_counter() - t0
 
     def finish(
