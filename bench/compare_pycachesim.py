@@ -31,9 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workloads import stencil_arrays, stencil_chunks  # noqa: E402
+from workloads import stencil_arrays, stencil_chunks
 
-from hroof.cachesim import Simulator, hierarchy  # noqa: E402
+from hroof.cachesim import Simulator, hierarchy
 
 LEVELS = (
     {"name": "L1", "size": "48 KiB", "ways": 12, "line": 64},
@@ -62,8 +62,9 @@ def build_pycachesim(h):
     below = None
     caches = []
     for lv in reversed(h.levels):
-        c = cachesim.Cache(lv.name, lv.sets, lv.ways, lv.line, "LRU", store_to=below,
-                           load_from=below)
+        c = cachesim.Cache(
+            lv.name, lv.sets, lv.ways, lv.line, "LRU", store_to=below, load_from=below
+        )
         if below is None:
             mem.load_to(c)
             mem.store_from(c)
@@ -78,8 +79,12 @@ def to_loadstore(addr, kind, per_point=8):
     k = kind.reshape(-1, per_point).tolist()
     out = []
     for aa, kk in zip(a, k, strict=True):
-        out.append(([x for x, y in zip(aa, kk, strict=True) if y == 0],
-                    [x for x, y in zip(aa, kk, strict=True) if y == 1]))
+        out.append(
+            (
+                [x for x, y in zip(aa, kk, strict=True) if y == 0],
+                [x for x, y in zip(aa, kk, strict=True) if y == 1],
+            )
+        )
     return out
 
 
@@ -161,8 +166,10 @@ def main(argv=None):
             for lv, st in zip(ours.levels, theirs, strict=True):
                 mark = "" if lv.misses == st["MISS_count"] else "  differs"
                 same &= not mark
-                print(f"  {lv.name}: {lv.misses:>10,} / {st['MISS_count']:>10,}{mark}   "
-                      f"{lv.writebacks:>9,} / {st['EVICT_count']:>9,}")
+                print(
+                    f"  {lv.name}: {lv.misses:>10,} / {st['MISS_count']:>10,}{mark}   "
+                    f"{lv.writebacks:>9,} / {st['EVICT_count']:>9,}"
+                )
             if tag == "load-only" and not same:
                 print("ERROR: load-only misses differ from pycachesim", file=sys.stderr)
                 return 1

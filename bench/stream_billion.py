@@ -86,7 +86,9 @@ def main(argv=None) -> int:
     for mode in args.modes.split(","):
         out = subprocess.run(
             [sys.executable, __file__, "--n", str(args.n), "--child", mode],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         r = json.loads(out.strip().splitlines()[-1])
         within = r["above_baseline_mib"] < 1024

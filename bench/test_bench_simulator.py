@@ -72,8 +72,9 @@ def test_against_naive_twin(benchmark, impl):
     else:
         addr, size, kind = stencil_arrays(SMALL)
         acc = list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
-        levels = [{"name": lv.name, "size": lv.size, "ways": lv.ways, "line": lv.line}
-                  for lv in h.levels]
+        levels = [
+            {"name": lv.name, "size": lv.size, "ways": lv.ways, "line": lv.line} for lv in h.levels
+        ]
         r = benchmark.pedantic(naive_simulate, args=(levels, acc), rounds=3, iterations=1)
         misses = [lv["misses"] for lv in r["levels"]]
     assert misses == [lv.misses for lv in _hroof(h, _chunks(SMALL), True).levels]

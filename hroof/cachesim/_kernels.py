@@ -467,8 +467,9 @@ def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
 
     Every access lies within one line: :meth:`Simulator.feed` splits a
     straddling access into one piece per line, the pieces after the first
-    with ``kind + KIND_CONT``. Returns ``len(addr)`` when the chunk is done, or the index of the first
-    access that might overflow the classification tables (grow, call again).
+    with ``kind + KIND_CONT``. Returns ``len(addr)`` when the chunk is done,
+    or the index of the first access that might overflow the classification
+    tables (grow, call again).
     """
     n = addr.shape[0]
     lb = geo.line_bits
@@ -497,10 +498,11 @@ def run_chunk(addr, size, kind, start, geo, st, fl, sh, classify):
         line = addr[i] >> lb
         sz = size[i]
         k = np.int64(kind[i])
-        if classify:
-            if fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap:
-                stop = i
-                break
+        if classify and (
+            fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+        ):
+            stop = i
+            break
         if k >= KIND_CONT:
             k -= KIND_CONT
         elif k == KIND_LOAD:
