@@ -8,9 +8,11 @@ levels share one line size, a power of two; a level's set count is
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import sys
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +53,7 @@ def parse_size(value: Any, what: str = "size") -> int:
     """
     if isinstance(value, bool):
         raise ConfigError(f"{what} must be a byte count, got {value!r}")
-    if isinstance(value, int):
-        nbytes = value
-    elif isinstance(value, float) and value.is_integer():
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()):
         nbytes = int(value)
     elif isinstance(value, str):
         m = _SIZE_RE.match(value)
@@ -62,8 +62,8 @@ def parse_size(value: Any, what: str = "size") -> int:
             raise ConfigError(
                 f'{what} {value!r} is not a size; write e.g. 32768, "48 KiB" or "2 MiB"'
             )
-        scaled = float(m.group(1)) * _UNITS[unit]
-        if not scaled.is_integer():
+        scaled = Fraction(m.group(1)) * _UNITS[unit]
+        if scaled.denominator != 1:
             raise ConfigError(f"{what} {value!r} is not a whole number of bytes")
         nbytes = int(scaled)
     else:
@@ -86,9 +86,9 @@ def format_size(nbytes: int) -> str:
 
 
 def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ConfigError(f"{what} must be a positive integer, got {value!r}")
-    return value
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,9 @@ class LevelConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"level name must be a non-empty string, got {self.name!r}")
         object.__setattr__(self, "size", parse_size(self.size, f"{self.name} size"))
-        _positive_int(self.ways, f"{self.name} ways")
+        object.__setattr__(self, "ways", _positive_int(self.ways, f"{self.name} ways"))
         line = _positive_int(self.line, f"{self.name} line")
+        object.__setattr__(self, "line", line)
         if line & (line - 1):
             raise ConfigError(f"{self.name} line size {line} is not a power of two")
         if self.size % (line * self.ways):
@@ -133,12 +134,16 @@ class LevelConfig:
                 f"{self.ways} ways x {line} B lines ({self.size / (line * self.ways):g} sets)"
             )
         if not isinstance(self.write_allocate, bool):
-            raise ConfigError(f"{self.name} write_allocate must be true or false")
+            raise ConfigError(
+                f"{self.name} write_allocate must be true or false, got {self.write_allocate!r}"
+            )
         if self.bandwidth is not None:
             if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)):
-                raise ConfigError(f"{self.name} bandwidth must be a number of GB/s")
+                raise ConfigError(
+                    f"{self.name} bandwidth must be a number of GB/s, got {self.bandwidth!r}"
+                )
             if not self.bandwidth > 0:
-                raise ConfigError(f"{self.name} bandwidth must be positive")
+                raise ConfigError(f"{self.name} bandwidth must be positive, got {self.bandwidth!r}")
 
     @property
     def sets(self) -> int:
