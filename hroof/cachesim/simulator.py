@@ -95,6 +95,11 @@ def warm_up() -> None:
     sim.finish()
 
 
+def _event_arrays(n: int):
+    """Empty arrays for ``n`` events: line (int64), kind (uint8), size (int64)."""
+    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
+
+
 def _split_lines(addr, size, kind, line_bits):
     """Cut every access that straddles lines into one piece per line.
 
@@ -165,8 +170,10 @@ class Simulator:
             tags=np.full(int(slots.sum()), -1, dtype=np.int64),
             ctr=np.zeros((nlev, K.NCTR), dtype=np.int64),
             core=np.zeros(K.NCORE, dtype=np.int64),
-            bases=np.zeros(nlev, dtype=np.int64),
         )
+        # Per level, the buffer of events it sends to the level below (grown on demand).
+        self._out_dummy = K.Events(*_event_arrays(1))
+        self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
         if self.classify:
             self._fl = self._new_flags(pages=64, pt_cap=256)
             self._sh = self._new_shadow([lv.lines for lv in levels])
@@ -302,15 +309,53 @@ class Simulator:
         addr, size, kind = _as_chunk(addr, size, kind)
         t0 = time.perf_counter()
         addr, size, kind = _split_lines(addr, size, kind, self.hierarchy.line_bits)
-        n = addr.shape[0]
-        i = 0
-        while i < n:
-            i = K.run_chunk(
-                addr, size, kind, i, self._geo, self._st, self._fl, self._sh, self.classify
-            )
-            if i < n:
-                self._grow_flags(1)
+        self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
         self._simulate_s += time.perf_counter() - t0
+
+    def _run_levels(self, lvl, src, shift, size, kind) -> None:
+        """Run a stream of events through level ``lvl`` and every level below it."""
+        nlev = len(self.hierarchy.levels)
+        while lvl < nlev and src.shape[0]:
+            emit = lvl < nlev - 1
+            out = self._out[lvl] if emit else self._out_dummy
+            if emit and out.line.shape[0] < 2 * src.shape[0]:
+                out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+            i = nout = 0
+            while i < src.shape[0]:
+                i, nout = K.level_pass(
+                    lvl,
+                    src,
+                    shift,
+                    size,
+                    kind,
+                    i,
+                    self._geo,
+                    self._st,
+                    self._fl,
+                    self._sh,
+                    self.classify,
+                    emit,
+                    out,
+                    nout,
+                )
+                if i < src.shape[0]:
+                    self._grow_flags(1)
+            src, size, kind = out.line[:nout], out.size[:nout], out.kind[:nout]
+            shift = 0
+            lvl += 1
+
+    def _flush(self) -> None:
+        """Write back every dirty line, level by level from L1 down."""
+        nlev = len(self.hierarchy.levels)
+        for lvl in range(nlev):
+            emit = lvl < nlev - 1
+            out = self._out_dummy
+            if emit:
+                ndirty = K.count_dirty(self._geo, self._st, lvl)
+                out = K.Events(*_event_arrays(max(ndirty, 1)))
+            nout = K.flush_level(lvl, self._geo, self._st, self._fl, self.classify, emit, out)
+            if nout:
+                self._run_levels(lvl + 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout])
 
     def finish(
         self,
@@ -327,7 +372,7 @@ class Simulator:
             raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
         t0 = time.perf_counter()
         if flush:
-            K.flush(self._geo, self._st, self._fl, self._sh, self.classify)
+            self._flush()
         self._simulate_s += time.perf_counter() - t0
         self._finished = True
         return self._result(
