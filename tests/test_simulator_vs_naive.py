@@ -139,3 +139,29 @@ def test_simulate_over_generator_equals_feed():
     r = simulate(h, iter(chunks), progress=seen.append)
     assert sum(seen) == 500
     assert r.to_dict()["levels"] == fast_dict(h, addr, size, kind)["levels"]
+
+
+@pytest.mark.parametrize(
+    ("addr", "size", "kind", "match"),
+    [
+        ([0, -64], [8, 8], [0, 0], "negative"),
+        ([0, 2**62], [8, 8], [0, 0], "2\\*\\*62"),
+        (np.array([0, 2**63 + 64], dtype=np.uint64), [8, 8], [0, 0], "negative"),
+        ([0, 64], [8, 0], [0, 0], "sizes are not positive"),
+        ([0, 64], [8, 8], [0, 3], "kinds are not 0"),
+        ([0, 64], [8, 8], np.array([0, 258]), "kind must be 0"),
+        ([0, 64], [8, 8], np.array([0, -1], dtype=np.int8), "kind must be 0"),
+        ([0, 64], [8.0, 8.0], [0, 0], "integer array"),
+        ([0, 64], [8], [0, 0], "equal lengths"),
+    ],
+)
+def test_bad_chunks_rejected_before_any_state_changes(addr, size, kind, match):
+    from hroof.errors import HroofError
+
+    h = levels_from([(2, 2, True)], 64)
+    sim = Simulator(h)
+    with pytest.raises(HroofError, match=match):
+        sim.feed(np.asarray(addr), np.asarray(size), np.asarray(kind))
+    assert sim.accesses == 0
+    sim.feed(np.array([0]), np.array([8]), np.array([0], dtype=np.uint8))
+    assert sim.finish().levels[0].misses == 1

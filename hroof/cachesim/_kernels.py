@@ -348,6 +348,31 @@ def _sh_drop(sh, lvl, line):
     sh.meta[lvl, S_NFREE] += 1
 
 
+# ------------------------------------------------------------- input check
+_ADDR_LIMIT = 1 << 62
+
+
+@njit(**JIT)
+def scan_chunk(addr, size, kind, line_bits):
+    """One pass over a chunk: counts of bad addresses, sizes and kinds, and of straddlers."""
+    bad_addr = 0
+    bad_size = 0
+    bad_kind = 0
+    straddles = 0
+    for i in range(addr.shape[0]):
+        a = addr[i]
+        s = size[i]
+        if a < 0 or a >= _ADDR_LIMIT:
+            bad_addr += 1
+        if s <= 0:
+            bad_size += 1
+        elif (a >> line_bits) != ((a + s - 1) >> line_bits):
+            straddles += 1
+        if kind[i] > 2:
+            bad_kind += 1
+    return bad_addr, bad_size, bad_kind, straddles
+
+
 # --------------------------------------------------------------- level pass
 @njit(**INLINE)
 def _count_writeback(ctr, fl, lvl, line, classify):

@@ -32,8 +32,6 @@ from hroof.errors import HroofError
 
 Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-_MAX_ADDR = np.uint64(1 << 62)
-
 
 def _pow2_at_least(n: int) -> int:
     p = 1
@@ -42,8 +40,22 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
-def _as_chunk(addr, size, kind) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validate one chunk and convert it to the kernel's dtypes (int64, int64, uint8)."""
+def _as_int(arr: np.ndarray, dtype) -> np.ndarray:
+    """``arr`` as a contiguous array of ``dtype``; same-width integers are viewed, not copied.
+
+    A uint64 address viewed as int64 turns negative past 2**63, which the scan
+    of :func:`_as_chunk` then rejects.
+    """
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype == dtype:
+        return arr
+    if arr.dtype.itemsize == np.dtype(dtype).itemsize:
+        return arr.view(dtype)
+    return arr.astype(dtype)
+
+
+def _as_chunk(addr, size, kind, line_bits: int):
+    """Validate one chunk; return it in the kernel's dtypes and whether any access straddles."""
     addr = np.asarray(addr)
     size = np.asarray(size)
     kind = np.asarray(kind)
@@ -57,21 +69,22 @@ def _as_chunk(addr, size, kind) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for name, arr in (("addr", addr), ("size", size), ("kind", kind)):
         if arr.dtype.kind not in "ui":
             raise HroofError(f"{name} must be an integer array, got dtype {arr.dtype}")
-    if addr.shape[0] == 0:
-        return addr.astype(np.int64), size.astype(np.int64), kind.astype(np.uint8)
-    if addr.dtype.kind == "i" and addr.min() < 0:
-        raise HroofError("addresses must be non-negative")
-    if addr.max() >= _MAX_ADDR:
-        raise HroofError("addresses must be below 2**62")
-    if size.min() <= 0:
-        raise HroofError("access sizes must be positive")
-    if kind.min() < 0 or kind.max() > 2:
+    n = addr.shape[0]
+    if kind.dtype != np.uint8 and n and (kind.min() < 0 or kind.max() > 2):
         raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
-    return (
-        np.ascontiguousarray(addr, dtype=np.int64),
-        np.ascontiguousarray(size, dtype=np.int64),
-        np.ascontiguousarray(kind, dtype=np.uint8),
-    )
+    if size.dtype == np.uint64 and n and size.max() >= 2**62:
+        raise HroofError("access sizes must be below 2**62")
+    addr = _as_int(addr, np.int64)
+    size = _as_int(size, np.int64)
+    kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
+    bad_addr, bad_size, bad_kind, straddles = K.scan_chunk(addr, size, kind, line_bits)
+    if bad_addr:
+        raise HroofError(f"{bad_addr} addresses are negative or not below 2**62")
+    if bad_size:
+        raise HroofError(f"{bad_size} access sizes are not positive")
+    if bad_kind:
+        raise HroofError(f"{bad_kind} kinds are not 0 (load), 1 (store) or 2 (non-temporal store)")
+    return addr, size, kind, straddles > 0
 
 
 _WARM = False
@@ -104,8 +117,7 @@ def _split_lines(addr, size, kind, line_bits):
     """Cut every access that straddles lines into one piece per line.
 
     The pieces after an access's first line get ``kind + KIND_CONT``, so the
-    kernel counts their bytes but not another access. Chunks without a
-    straddling access are returned as they are.
+    kernel counts their bytes but not another access.
 
     >>> a, s, k = _split_lines(np.array([60, 0]), np.array([8, 4]), np.array([0, 1], np.uint8), 6)
     >>> a.tolist(), s.tolist(), k.tolist()
@@ -113,8 +125,6 @@ def _split_lines(addr, size, kind, line_bits):
     """
     first = addr >> line_bits
     span = ((addr + size - 1) >> line_bits) - first + 1
-    if addr.shape[0] == 0 or span.max() == 1:
-        return addr, size, kind
     idx = np.repeat(np.arange(addr.shape[0]), span)
     piece = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
     line = first[idx] + piece
@@ -306,9 +316,11 @@ class Simulator:
         """
         if self._finished:
             raise HroofError("this simulation is finished; start a new Simulator")
-        addr, size, kind = _as_chunk(addr, size, kind)
         t0 = time.perf_counter()
-        addr, size, kind = _split_lines(addr, size, kind, self.hierarchy.line_bits)
+        lb = self.hierarchy.line_bits
+        addr, size, kind, straddles = _as_chunk(addr, size, kind, lb)
+        if straddles:
+            addr, size, kind = _split_lines(addr, size, kind, lb)
         self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
