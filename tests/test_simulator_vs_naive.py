@@ -148,7 +148,7 @@ def test_simulate_over_generator_equals_feed():
         ([0, 2**62], [8, 8], [0, 0], "2\\*\\*62"),
         (np.array([0, 2**63 + 64], dtype=np.uint64), [8, 8], [0, 0], "negative"),
         ([0, 64], [8, 0], [0, 0], "sizes are not positive"),
-        ([0, 64], [8, 8], [0, 3], "kinds are not 0"),
+        ([0, 64], [8, 8], np.array([0, 3], dtype=np.uint8), "kinds are not 0"),
         ([0, 64], [8, 8], np.array([0, 258]), "kind must be 0"),
         ([0, 64], [8, 8], np.array([0, -1], dtype=np.int8), "kind must be 0"),
         ([0, 64], [8.0, 8.0], [0, 0], "integer array"),
