@@ -194,13 +194,13 @@ class Simulator:
     # ------------------------------------------------------------ state
     @staticmethod
     def _new_flags(pages: int, pt_cap: int) -> K.Flags:
-        meta = np.zeros(K.NMETA, dtype=np.int64)
-        meta[K.M_LAST_REGION] = -1
+        rcache = np.full(2 * K.RCACHE, -1, dtype=np.int64)
         return K.Flags(
             pt_keys=np.full(pt_cap, -1, dtype=np.int64),
             pt_vals=np.zeros(pt_cap, dtype=np.int64),
             pages=np.zeros(pages * K.PAGE, dtype=np.uint32),
-            meta=meta,
+            meta=np.zeros(K.NMETA, dtype=np.int64),
+            rcache=rcache,
         )
 
     @staticmethod
@@ -214,12 +214,12 @@ class Simulator:
         meta = np.zeros((len(caps), K.NSMETA), dtype=np.int64)
         meta[:, K.S_HEAD] = -1
         meta[:, K.S_TAIL] = -1
+        if total >= 2**31:
+            raise HroofError("classification supports levels of fewer than 2**31 lines")
         return K.Shadow(
-            key=np.full(total, -1, dtype=np.int64),
-            prev=np.full(total, -1, dtype=np.int64),
-            next=np.full(total, -1, dtype=np.int64),
+            node=np.full(2 * total, -1, dtype=np.int64),
             free=np.zeros(total, dtype=np.int64),
-            tab=np.full(int(sum(tsize)), -1, dtype=np.int64),
+            tab=np.full(int(sum(tsize)), -1, dtype=np.int32),
             noff=noff,
             ncap=ncap,
             toff=toff,
@@ -249,8 +249,8 @@ class Simulator:
             new_vals = np.zeros(tcap, dtype=np.int64)
             K.rehash_pages(keys, vals, new_keys, new_vals)
             keys, vals = new_keys, new_vals
-            meta[K.M_LAST_REGION] = -1
-        self._fl = K.Flags(keys, vals, pages, meta)
+        # Page numbers never change, so the region cache stays valid.
+        self._fl = K.Flags(keys, vals, pages, meta, fl.rcache)
 
     @property
     def accesses(self) -> int:
@@ -293,12 +293,12 @@ class Simulator:
                 nd = int(meta[K.S_HEAD])
                 while nd >= 0:
                     listed.append(nd)
-                    nd = int(sh.next[nd])
+                    nd = int(K._sh_next.py_func(sh, nd))
                 assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
                 toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
                 table = sh.tab[toff : toff + tsize]
                 assert sorted(table[table >= 0].tolist()) == sorted(listed)
-                keys = sh.key[listed]
+                keys = sh.node[2 * np.array(listed, dtype=np.int64)]
                 assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
 
     # ------------------------------------------------------------ feeding
