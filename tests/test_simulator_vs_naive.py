@@ -165,3 +165,29 @@ def test_bad_chunks_rejected_before_any_state_changes(addr, size, kind, match):
     assert sim.accesses == 0
     sim.feed(np.array([0]), np.array([8]), np.array([0], dtype=np.uint8))
     assert sim.finish().levels[0].misses == 1
+
+
+@pytest.mark.parametrize("spec", [GEOMETRIES[9], GEOMETRIES[11], GEOMETRIES[12]])
+def test_two_threads_same_result(spec):
+    """The pipelined mode (L1 on one thread, the levels below on another) is exact."""
+    h = levels_from(spec, 64)
+    rng = np.random.default_rng(5)
+    addr, size, kind = random_trace(rng, 3000, lines=200, p=(0.5, 0.4, 0.1))
+    for chunks in (1, 7, 40):
+        parts = np.array_split(np.arange(len(addr)), chunks)
+        sims = [Simulator(h, classify=False, threads=t) for t in (1, 2)]
+        for part in parts:
+            for sim in sims:
+                sim.feed(addr[part], size[part], kind[part])
+        one, two = (sim.finish().to_dict() for sim in sims)
+        assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
+
+
+def test_two_threads_need_classification_off():
+    from hroof.errors import HroofError
+
+    h = levels_from([(2, 2, True), (4, 2, True)], 64)
+    with pytest.raises(HroofError, match="threads=2 needs classify=False"):
+        Simulator(h, threads=2)
+    with pytest.raises(HroofError, match="threads must be 1 or 2"):
+        Simulator(h, classify=False, threads=4)

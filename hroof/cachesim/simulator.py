@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -151,6 +152,10 @@ class Simulator:
         Classify every miss as compulsory, capacity or conflict and split the
         traffic below each level (costs a fully-associative shadow per level
         and 4 bytes per distinct line touched).
+    threads : {1, 2}
+        With 2 (and ``classify=False``), L1 simulates a chunk while a second
+        thread runs the levels below on the previous one. The result is
+        exactly the same as with 1.
 
     Notes
     -----
@@ -159,12 +164,27 @@ class Simulator:
     the cache state plus, with classification, O(distinct lines touched).
     """
 
-    def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True):
+    def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True, threads: int = 1):
         if not isinstance(hierarchy, HierarchyConfig):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
+        if threads not in (1, 2):
+            raise HroofError(f"threads must be 1 or 2, got {threads!r}")
+        if threads == 2 and classify:
+            raise HroofError(
+                "threads=2 needs classify=False (the classification tables are shared by all "
+                "levels, so the two threads cannot both write them)"
+            )
         warm_up()
         self.hierarchy = hierarchy
         self.classify = bool(classify)
+        self.threads = threads
+        # Two threads pipeline the levels: L1 runs chunk k while L2..Ln run chunk k-1.
+        self._pool = None
+        self._pending = None
+        self._flip = 0
+        if threads == 2 and len(hierarchy.levels) > 1:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
+            self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
         self._finished = False
         self._simulate_s = 0.0
         levels = hierarchy.levels
@@ -272,6 +292,7 @@ class Simulator:
         holds at most the level's capacity and its hash table indexes exactly
         its listed nodes.
         """
+        self._wait()
         tags = self._st.tags
         for i, lv in enumerate(self.hierarchy.levels):
             off = int(self._geo.off[i])
@@ -321,40 +342,56 @@ class Simulator:
         addr, size, kind, straddles = _as_chunk(addr, size, kind, lb)
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
-        self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
+        if self._pool is None:
+            self._run_levels(0, addr, lb, size, kind)
+        else:
+            self._run_pipelined(addr, size, kind)
         self._simulate_s += time.perf_counter() - t0
+
+    def _pass(self, lvl, src, shift, size, kind, out) -> int:
+        """Run events through level ``lvl`` (growing the tables as needed); return events out."""
+        emit = lvl < len(self.hierarchy.levels) - 1
+        i = nout = 0
+        while i < src.shape[0]:
+            i, nout = K.level_pass(
+                lvl, src, shift, size, kind, i, self._geo, self._st, self._fl, self._sh,
+                self.classify, emit, out, nout,
+            )  # fmt: skip
+            if i < src.shape[0]:
+                self._grow_flags(1)
+        return nout
 
     def _run_levels(self, lvl, src, shift, size, kind) -> None:
         """Run a stream of events through level ``lvl`` and every level below it."""
         nlev = len(self.hierarchy.levels)
         while lvl < nlev and src.shape[0]:
-            emit = lvl < nlev - 1
-            out = self._out[lvl] if emit else self._out_dummy
-            if emit and out.line.shape[0] < 2 * src.shape[0]:
-                out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-            i = nout = 0
-            while i < src.shape[0]:
-                i, nout = K.level_pass(
-                    lvl,
-                    src,
-                    shift,
-                    size,
-                    kind,
-                    i,
-                    self._geo,
-                    self._st,
-                    self._fl,
-                    self._sh,
-                    self.classify,
-                    emit,
-                    out,
-                    nout,
-                )
-                if i < src.shape[0]:
-                    self._grow_flags(1)
+            out = self._out_dummy
+            if lvl < nlev - 1:
+                out = self._out[lvl]
+                if out.line.shape[0] < 2 * src.shape[0]:
+                    out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+            nout = self._pass(lvl, src, shift, size, kind, out)
             src, size, kind = out.line[:nout], out.size[:nout], out.kind[:nout]
             shift = 0
             lvl += 1
+
+    def _run_pipelined(self, addr, size, kind) -> None:
+        """L1 on this thread; the levels below on the worker, one chunk behind."""
+        out = self._l1_out[self._flip]
+        if out.line.shape[0] < 2 * addr.shape[0]:
+            # The worker may still be reading the other buffer, never this one.
+            out = self._l1_out[self._flip] = K.Events(*_event_arrays(2 * addr.shape[0]))
+        nout = self._pass(0, addr, self.hierarchy.line_bits, size, kind, out)
+        self._wait()
+        self._pending = self._pool.submit(
+            self._run_levels, 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout]
+        )
+        self._flip ^= 1
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def _flush(self) -> None:
         """Write back every dirty line, level by level from L1 down."""
@@ -383,6 +420,10 @@ class Simulator:
         if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
             raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
         t0 = time.perf_counter()
+        if self._pool is not None:
+            self._wait()
+            self._pool.shutdown()
+            self._pool = None
         if flush:
             self._flush()
         self._simulate_s += time.perf_counter() - t0
@@ -485,14 +526,16 @@ def simulate(
     flops: int | None = None,
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
+    threads: int = 1,
 ) -> SimResult:
     """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
 
     ``progress``, if given, is called with the number of accesses of each
     chunk after it is simulated. ``timing.trace_s`` is the time spent producing
-    the chunks (reading or generating the trace).
+    the chunks (reading or generating the trace). ``threads=2`` pipelines the
+    levels on two threads (``classify=False`` only; same result).
     """
-    sim = Simulator(hierarchy, classify=classify)
+    sim = Simulator(hierarchy, classify=classify, threads=threads)
     trace_s = 0.0
     it = iter(chunks)
     while True:
