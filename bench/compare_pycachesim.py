@@ -46,8 +46,8 @@ def reference_hierarchy():
     return hierarchy(*LEVELS, name="bench reference (48K/12, 2M/16, 32M/16)")
 
 
-def run_hroof(h, chunks, classify):
-    sim = Simulator(h, classify=classify)
+def run_hroof(h, chunks, classify, threads=1):
+    sim = Simulator(h, classify=classify, threads=threads)
     t0 = time.perf_counter()
     for c in chunks:
         sim.feed(*c)
@@ -131,10 +131,12 @@ def main(argv=None):
             del addr, kind
         best_t = {}
         for _ in range(args.repeat):
-            for classify in (False, True):
+            for classify, threads in ((False, 1), (True, 1), (False, 2)):
                 name = f"hroof classify={'on' if classify else 'off'}"
+                if threads == 2:
+                    name += " (2 threads, pipelined levels)"
                 gc.collect()
-                t, r = run_hroof(h, chunks, classify)
+                t, r = run_hroof(h, chunks, classify, threads)
                 best_t[name] = min(t, best_t.get(name, t))
                 results[(tag, name)] = r
             if pairs is not None:

@@ -422,168 +422,183 @@ def _emit(out, nout, line, kind, nbytes):
     return nout + 1
 
 
-@njit(**JIT)
-def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, classify, emit, out, nout):
-    """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
+def _make_level_pass(CLASSIFY, TOP):  # noqa: N803 (compile-time constants)
+    """Build :func:`level_pass` for one (classify, top level) pair; see ``LEVEL_PASS``."""
 
-    At L1 the events are the trace itself (``src`` holds byte addresses,
-    ``shift`` is the line size's log2, kinds 0-5 as in the trace, each access
-    within one line); below, they are what the level above emitted (``src``
-    holds line addresses, ``shift`` is 0, kinds ``EV_*``). Each event is
-    handled completely, emitting first the request for a missing line and then
-    the writeback of the victim it displaced, which is the order in which the
-    level below sees them in the recursive model of ``docs/cache-model.md``:
-    a level's behaviour depends on nothing but its own stream of events, so
-    levels can be simulated one after the other, a chunk at a time.
+    @njit(**JIT)
+    def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, out, nout):
+        """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
 
-    Returns ``(index reached, events emitted)``; the index is ``len(src)``
-    unless the classification tables must grow first (the driver grows them
-    and calls again from there).
-    """
-    n = src.shape[0]
-    tags = st.tags
-    ctr = st.ctr
-    ways = geo.ways[lvl]
-    off = geo.off[lvl]
-    mask = geo.mask[lvl]
-    nsets = geo.nsets[lvl]
-    wa = geo.wa[lvl] != 0
-    pages_cap = fl.pages.shape[0] // PAGE
-    pt_cap = fl.pt_keys.shape[0]
-    sh_node = sh.node
-    sh_meta = sh.meta
-    # Hot counters live in registers and are stored once per call.
-    n_loads = 0
-    n_stores = 0
-    n_nt = 0
-    b_loads = 0
-    b_stores = 0
-    b_nt = 0
-    lookups = 0
-    stop = n
-    for i in range(start, n):
-        if classify and (
-            fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
-        ):
-            stop = i
-            break
-        line = src[i] >> shift
-        t = np.int64(kind[i])
-        sz = size[i]
-        if t < EV_RFO and lvl == 0:
-            # Straight from the trace: count the core's accesses and bytes.
-            if t >= KIND_CONT:
-                t -= KIND_CONT
-            elif t == KIND_LOAD:
-                n_loads += 1
-            elif t == KIND_STORE:
-                n_stores += 1
-            else:
-                n_nt += 1
-            if t == KIND_LOAD:
-                b_loads += sz
-            elif t == KIND_STORE:
-                b_stores += sz
-            else:
-                b_nt += sz
-        base = off + (line & mask if mask >= 0 else line % nsets) * ways
-        if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
-            lookups += 1
-            p = _find(tags, base, ways, line)
-            fills = t != EV_STORE or wa
-            sh_hit = False
-            if classify:
-                head = sh_meta[lvl, S_HEAD]
-                if head >= 0 and sh_node[2 * head] == line:
-                    sh_hit = True
+        At L1 the events are the trace itself (``src`` holds byte addresses,
+        ``shift`` is the line size's log2, kinds 0-5 as in the trace, each access
+        within one line); below, they are what the level above emitted (``src``
+        holds line addresses, ``shift`` is 0, kinds ``EV_*``). Each event is
+        handled completely, emitting first the request for a missing line and then
+        the writeback of the victim it displaced, which is the order in which the
+        level below sees them in the recursive model of ``docs/cache-model.md``:
+        a level's behaviour depends on nothing but its own stream of events, so
+        levels can be simulated one after the other, a chunk at a time.
+
+        Returns ``(index reached, events emitted)``; the index is ``len(src)``
+        unless the classification tables must grow first (the driver grows them
+        and calls again from there).
+        """
+        n = src.shape[0]
+        tags = st.tags
+        ctr = st.ctr
+        ways = geo.ways[lvl]
+        off = geo.off[lvl]
+        mask = geo.mask[lvl]
+        nsets = geo.nsets[lvl]
+        wa = geo.wa[lvl] != 0
+        pages_cap = fl.pages.shape[0] // PAGE
+        pt_cap = fl.pt_keys.shape[0]
+        sh_node = sh.node
+        sh_meta = sh.meta
+        # Hot counters live in registers and are stored once per call.
+        n_loads = 0
+        n_stores = 0
+        n_nt = 0
+        b_loads = 0
+        b_stores = 0
+        b_nt = 0
+        lookups = 0
+        stop = n
+        for i in range(start, n):
+            if CLASSIFY and (
+                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+            ):
+                stop = i
+                break
+            line = src[i] >> shift
+            t = np.int64(kind[i])
+            sz = size[i]
+            if TOP:
+                # Straight from the trace: count the core's accesses and bytes.
+                if t >= KIND_CONT:
+                    t -= KIND_CONT
+                elif t == KIND_LOAD:
+                    n_loads += 1
+                elif t == KIND_STORE:
+                    n_stores += 1
                 else:
-                    sh_hit = _sh_touch(sh, lvl, line, fills)
-            if p >= 0:
-                if p > 0:
-                    _to_front(tags, base, p, 1 if t == EV_STORE else 0)
-                elif t == EV_STORE:
-                    tags[base] |= 1
-                continue
-            ctr[lvl, C_MISSES] += 1
-            cls = 0
-            if classify:
-                fi = _flag_index(fl, line)
-                bit = np.uint32(1 << (SEEN_BIT0 + lvl))
-                if (fl.pages[fi] & bit) == 0:
-                    fl.pages[fi] |= bit
-                elif sh_hit:
-                    cls = 2
+                    n_nt += 1
+                if t == KIND_LOAD:
+                    b_loads += sz
+                elif t == KIND_STORE:
+                    b_stores += sz
                 else:
-                    cls = 1
-                ctr[lvl, C_COMP + cls] += 1
-            if not fills:
-                # No-write-allocate store miss: forward the bytes, fill nothing.
-                ctr[lvl, C_FWD] += 1
-                ctr[lvl, C_FWD_BYTES] += sz
-                if classify:
-                    ctr[lvl, C_FWD_COMP_BYTES + cls] += sz
-                if emit:
-                    nout = _emit(out, nout, line, EV_STORE, sz)
-                continue
-            if t == EV_LOAD:
-                if classify:
-                    ctr[lvl, C_LOAD_COMP + cls] += 1
-                if emit:
-                    nout = _emit(out, nout, line, EV_LOAD, 0)
-            else:
-                ctr[lvl, C_WA_FILLS] += 1
-                if emit:
-                    nout = _emit(out, nout, line, EV_RFO, 0)
-            victim = _insert(tags, base, ways, line, 1 if t == EV_STORE else 0)
-            if victim >= 0 and (victim & 1):
-                _count_writeback(ctr, fl, lvl, victim >> 1, classify)
-                if emit:
-                    nout = _emit(out, nout, victim >> 1, EV_WB, 0)
-        elif t == EV_WB:
-            # A writeback from above: a write, not a lookup; allocates without a fill.
-            ctr[lvl, C_WB_IN] += 1
-            if classify:
-                fi = _flag_index(fl, line)
-                fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
-                _sh_touch(sh, lvl, line, True)
-            p = _find(tags, base, ways, line)
-            if p >= 0:
-                _to_front(tags, base, p, 1)
-                continue
-            victim = _insert(tags, base, ways, line, 1)
-            if victim >= 0 and (victim & 1):
-                _count_writeback(ctr, fl, lvl, victim >> 1, classify)
-                if emit:
-                    nout = _emit(out, nout, victim >> 1, EV_WB, 0)
-        else:
-            # A non-temporal store (EV_NTC: a dirty copy above is being carried down).
-            carry = t == EV_NTC
-            if carry:
+                    b_nt += sz
+            base = off + (line & mask if mask >= 0 else line % nsets) * ways
+            if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
+                lookups += 1
+                p = _find(tags, base, ways, line)
+                fills = t != EV_STORE or wa
+                sh_hit = False
+                if CLASSIFY:
+                    head = sh_meta[lvl, S_HEAD]
+                    if head >= 0 and sh_node[2 * head] == line:
+                        sh_hit = True
+                    else:
+                        sh_hit = _sh_touch(sh, lvl, line, fills)
+                if p >= 0:
+                    if p > 0:
+                        _to_front(tags, base, p, 1 if t == EV_STORE else 0)
+                    elif t == EV_STORE:
+                        tags[base] |= 1
+                    continue
+                ctr[lvl, C_MISSES] += 1
+                cls = 0
+                if CLASSIFY:
+                    fi = _flag_index(fl, line)
+                    bit = np.uint32(1 << (SEEN_BIT0 + lvl))
+                    if (fl.pages[fi] & bit) == 0:
+                        fl.pages[fi] |= bit
+                    elif sh_hit:
+                        cls = 2
+                    else:
+                        cls = 1
+                    ctr[lvl, C_COMP + cls] += 1
+                if not fills:
+                    # No-write-allocate store miss: forward the bytes, fill nothing.
+                    ctr[lvl, C_FWD] += 1
+                    ctr[lvl, C_FWD_BYTES] += sz
+                    if CLASSIFY:
+                        ctr[lvl, C_FWD_COMP_BYTES + cls] += sz
+                    if emit:
+                        nout = _emit(out, nout, line, EV_STORE, sz)
+                    continue
+                if t == EV_LOAD:
+                    if CLASSIFY:
+                        ctr[lvl, C_LOAD_COMP + cls] += 1
+                    if emit:
+                        nout = _emit(out, nout, line, EV_LOAD, 0)
+                else:
+                    ctr[lvl, C_WA_FILLS] += 1
+                    if emit:
+                        nout = _emit(out, nout, line, EV_RFO, 0)
+                victim = _insert(tags, base, ways, line, 1 if t == EV_STORE else 0)
+                if victim >= 0 and (victim & 1):
+                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if emit:
+                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+            elif t == EV_WB:
+                # A writeback from above: a write, not a lookup; allocates without a fill.
                 ctr[lvl, C_WB_IN] += 1
-                if classify:
+                if CLASSIFY:
                     fi = _flag_index(fl, line)
                     fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
-            p = _find(tags, base, ways, line)
-            if p >= 0:
-                ctr[lvl, C_INVAL] += 1
-                carry = carry or (tags[base + p] & 1) != 0
-                _remove(tags, base, ways, p)
-            if classify:
-                _sh_drop(sh, lvl, line)
-            if carry:
-                _count_writeback(ctr, fl, lvl, line, classify)
-            if emit:
-                nout = _emit(out, nout, line, EV_NTC if carry else EV_NT, sz)
-    ctr[lvl, C_LOOKUPS] += lookups
-    if lvl == 0:
-        core = st.core
-        core[K_LOADS] += n_loads
-        core[K_STORES] += n_stores
-        core[K_NT] += n_nt
-        core[K_BYTES_LOADED] += b_loads
-        core[K_BYTES_STORED] += b_stores
-        core[K_BYTES_NT] += b_nt
-    return stop, nout
+                    _sh_touch(sh, lvl, line, True)
+                p = _find(tags, base, ways, line)
+                if p >= 0:
+                    _to_front(tags, base, p, 1)
+                    continue
+                victim = _insert(tags, base, ways, line, 1)
+                if victim >= 0 and (victim & 1):
+                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if emit:
+                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+            else:
+                # A non-temporal store (EV_NTC: a dirty copy above is being carried down).
+                carry = t == EV_NTC
+                if carry:
+                    ctr[lvl, C_WB_IN] += 1
+                    if CLASSIFY:
+                        fi = _flag_index(fl, line)
+                        fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
+                p = _find(tags, base, ways, line)
+                if p >= 0:
+                    ctr[lvl, C_INVAL] += 1
+                    carry = carry or (tags[base + p] & 1) != 0
+                    _remove(tags, base, ways, p)
+                if CLASSIFY:
+                    _sh_drop(sh, lvl, line)
+                if carry:
+                    _count_writeback(ctr, fl, lvl, line, CLASSIFY)
+                if emit:
+                    nout = _emit(out, nout, line, EV_NTC if carry else EV_NT, sz)
+        ctr[lvl, C_LOOKUPS] += lookups
+        if TOP:
+            core = st.core
+            core[K_LOADS] += n_loads
+            core[K_STORES] += n_stores
+            core[K_NT] += n_nt
+            core[K_BYTES_LOADED] += b_loads
+            core[K_BYTES_STORED] += b_stores
+            core[K_BYTES_NT] += b_nt
+        return stop, nout
+
+    return level_pass
+
+
+#: ``LEVEL_PASS[classify, top]``: the level pass compiled with classification
+#: on or off and for L1 (trace kinds, core counters) or a lower level, each with
+#: the dead branches removed.
+LEVEL_PASS = {
+    (classify, top): _make_level_pass(classify, top)
+    for classify in (False, True)
+    for top in (False, True)
+}
 
 
 @njit(**JIT)

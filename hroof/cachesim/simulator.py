@@ -102,11 +102,12 @@ def warm_up() -> None:
     if _WARM:
         return
     _WARM = True
-    tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64),))
-    sim = Simulator(tiny, classify=True)
-    sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
-    sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
-    sim.finish()
+    tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64), LevelConfig("L2", 128, 1, 64)))
+    for classify in (True, False):
+        sim = Simulator(tiny, classify=classify)
+        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
+        sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
+        sim.finish()
 
 
 def _event_arrays(n: int):
@@ -351,11 +352,12 @@ class Simulator:
     def _pass(self, lvl, src, shift, size, kind, out) -> int:
         """Run events through level ``lvl`` (growing the tables as needed); return events out."""
         emit = lvl < len(self.hierarchy.levels) - 1
+        level_pass = K.LEVEL_PASS[self.classify, lvl == 0]
         i = nout = 0
         while i < src.shape[0]:
-            i, nout = K.level_pass(
+            i, nout = level_pass(
                 lvl, src, shift, size, kind, i, self._geo, self._st, self._fl, self._sh,
-                self.classify, emit, out, nout,
+                emit, out, nout,
             )  # fmt: skip
             if i < src.shape[0]:
                 self._grow_flags(1)
