@@ -446,6 +446,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """``hroof simulate --trace FILE``: stream a trace file through a cache hierarchy."""
     from hroof.cachesim import simulate
 
+    if args.threads == 2 and not args.no_classify:
+        raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
     machine = _load_machine(args.machine)
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
@@ -461,6 +463,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             flops=args.flops,
             source={"trace": path, "format": fmt},
             progress=bar,
+            threads=args.threads,
         )
     if args.json:
         _emit(result.to_json())
@@ -600,6 +603,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-flush",
         action="store_true",
         help="do not write dirty lines back at the end of the run (steady-state studies)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
+        "result; needs --no-classify)",
     )
     p.add_argument(
         "--json",

@@ -222,6 +222,16 @@ def test_no_classify(capsys, mixed, two_levels):
     assert "compulsory" not in out and "Traffic" not in out
 
 
+def test_two_threads_same_counts(capsys, mixed, two_levels):
+    one = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels, "--no-classify")
+    two = sim_json(
+        capsys, "--trace", mixed["npz"], "--machine", two_levels, "--no-classify", "--threads", 2
+    )
+    assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
+    assert_bad(capsys, ["simulate", "--trace", mixed["npz"], "--threads", 2], "--no-classify")
+    assert_bad(capsys, ["simulate", "--trace", mixed["npz"], "--threads", 3], "--threads")
+
+
 def test_no_flush_fewer_writebacks(capsys, tmp_path, tiny):
     path = tmp_path / "stores.din"
     write_din(path, trace([0, 64, 0, 64], kinds=[1, 1, 1, 1]))

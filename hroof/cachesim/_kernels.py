@@ -422,8 +422,12 @@ def _emit(out, nout, line, kind, nbytes):
     return nout + 1
 
 
-def _make_level_pass(CLASSIFY, TOP):  # noqa: N803 (compile-time constants)
-    """Build :func:`level_pass` for one (classify, top level) pair; see ``LEVEL_PASS``."""
+def _make_level_pass(CLASSIFY, TOP):
+    """Build :func:`level_pass` for one (classify, top level) pair; see ``LEVEL_PASS``.
+
+    Numba compiles the closure's ``CLASSIFY`` and ``TOP`` as constants, so each
+    variant carries only its own branches (and caches to disk like any kernel).
+    """
 
     @njit(**JIT)
     def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, out, nout):
