@@ -71,11 +71,8 @@ from hroof.cachesim._jit import INLINE, JIT
 KIND_LOAD = 0
 KIND_STORE = 1
 KIND_NT = 2
-# A piece of a line-straddling access after its first line (see Simulator.feed):
-# kind + KIND_CONT, counted in the core's bytes but not as another access.
-KIND_CONT = 3
 
-# Events a level sends to the level below (kinds 0-2 as in traces).
+# Events a level sends to the level below (L1's are the trace's accesses, kinds 0-2).
 EV_LOAD = 0
 EV_STORE = 1  # a store forwarded by a no-write-allocate level, with its bytes
 EV_NT = 2  # a non-temporal store: invalidate every copy
@@ -382,23 +379,44 @@ _ADDR_LIMIT = 1 << 62
 
 @njit(**JIT)
 def scan_chunk(addr, size, kind, line_bits):
-    """One pass over a chunk: counts of bad addresses, sizes and kinds, and of straddlers."""
+    """One branch-free (vectorisable) pass over a chunk before anything is simulated.
+
+    Returns the counts of bad addresses, sizes and kinds, of accesses that
+    straddle a line boundary, and the core's counters (``K_*`` order: loads,
+    stores, NT stores and their bytes), which the driver adds only once the
+    chunk is known to be valid.
+    """
     bad_addr = 0
     bad_size = 0
     bad_kind = 0
     straddles = 0
+    n_loads = 0
+    n_stores = 0
+    n_nt = 0
+    b_loads = 0
+    b_stores = 0
+    b_nt = 0
     for i in range(addr.shape[0]):
         a = addr[i]
         s = size[i]
-        if a < 0 or a >= _ADDR_LIMIT:
-            bad_addr += 1
-        if s <= 0:
-            bad_size += 1
-        elif (a >> line_bits) != ((a + s - 1) >> line_bits):
-            straddles += 1
-        if kind[i] > 2:
-            bad_kind += 1
-    return bad_addr, bad_size, bad_kind, straddles
+        k = kind[i]
+        bad_addr += (a < 0) | (a >= _ADDR_LIMIT)
+        bad_size += s <= 0
+        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
+        bad_kind += k > 2
+        is_load = k == KIND_LOAD
+        is_store = k == KIND_STORE
+        is_nt = k == KIND_NT
+        n_loads += is_load
+        n_stores += is_store
+        n_nt += is_nt
+        b_loads += s * is_load
+        b_stores += s * is_store
+        b_nt += s * is_nt
+    return (
+        bad_addr, bad_size, bad_kind, straddles,
+        n_loads, n_stores, n_nt, b_loads, b_stores, b_nt,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------- level pass
@@ -422,11 +440,11 @@ def _emit(out, nout, line, kind, nbytes):
     return nout + 1
 
 
-def _make_level_pass(CLASSIFY, TOP):
-    """Build :func:`level_pass` for one (classify, top level) pair; see ``LEVEL_PASS``.
+def _make_level_pass(CLASSIFY):
+    """Build :func:`level_pass` with classification on or off; see ``LEVEL_PASS``.
 
-    Numba compiles the closure's ``CLASSIFY`` and ``TOP`` as constants, so each
-    variant carries only its own branches (and caches to disk like any kernel).
+    Numba compiles the closure's ``CLASSIFY`` as a constant, so each variant
+    carries only its own branches (and caches to disk like any kernel).
     """
 
     @njit(**JIT)
@@ -434,14 +452,15 @@ def _make_level_pass(CLASSIFY, TOP):
         """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
 
         At L1 the events are the trace itself (``src`` holds byte addresses,
-        ``shift`` is the line size's log2, kinds 0-5 as in the trace, each access
-        within one line); below, they are what the level above emitted (``src``
-        holds line addresses, ``shift`` is 0, kinds ``EV_*``). Each event is
-        handled completely, emitting first the request for a missing line and then
-        the writeback of the victim it displaced, which is the order in which the
-        level below sees them in the recursive model of ``docs/cache-model.md``:
-        a level's behaviour depends on nothing but its own stream of events, so
-        levels can be simulated one after the other, a chunk at a time.
+        ``shift`` is the line size's log2, kinds 0-2 as in the trace, each
+        access within one line, the core's counters already taken); below,
+        they are what the level above emitted (``src`` holds line addresses,
+        ``shift`` is 0, kinds ``EV_*``). Each event is handled completely,
+        emitting first the request for a missing line and then the writeback
+        of the victim it displaced, which is the order in which the level below
+        sees them in the recursive model of ``docs/cache-model.md``: a level's
+        behaviour depends on nothing but its own stream of events, so levels
+        can be simulated one after the other, a chunk at a time.
 
         Returns ``(index reached, events emitted)``; the index is ``len(src)``
         unless the classification tables must grow first (the driver grows them
@@ -460,12 +479,6 @@ def _make_level_pass(CLASSIFY, TOP):
         sh_node = sh.node
         sh_meta = sh.meta
         # Hot counters live in registers and are stored once per call.
-        n_loads = 0
-        n_stores = 0
-        n_nt = 0
-        b_loads = 0
-        b_stores = 0
-        b_nt = 0
         lookups = 0
         stop = n
         for i in range(start, n):
@@ -477,22 +490,6 @@ def _make_level_pass(CLASSIFY, TOP):
             line = src[i] >> shift
             t = np.int64(kind[i])
             sz = size[i]
-            if TOP:
-                # Straight from the trace: count the core's accesses and bytes.
-                if t >= KIND_CONT:
-                    t -= KIND_CONT
-                elif t == KIND_LOAD:
-                    n_loads += 1
-                elif t == KIND_STORE:
-                    n_stores += 1
-                else:
-                    n_nt += 1
-                if t == KIND_LOAD:
-                    b_loads += sz
-                elif t == KIND_STORE:
-                    b_stores += sz
-                else:
-                    b_nt += sz
             base = off + (line & mask if mask >= 0 else line % nsets) * ways
             if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
                 lookups += 1
@@ -582,27 +579,13 @@ def _make_level_pass(CLASSIFY, TOP):
                 if emit:
                     nout = _emit(out, nout, line, EV_NTC if carry else EV_NT, sz)
         ctr[lvl, C_LOOKUPS] += lookups
-        if TOP:
-            core = st.core
-            core[K_LOADS] += n_loads
-            core[K_STORES] += n_stores
-            core[K_NT] += n_nt
-            core[K_BYTES_LOADED] += b_loads
-            core[K_BYTES_STORED] += b_stores
-            core[K_BYTES_NT] += b_nt
         return stop, nout
 
     return level_pass
 
 
-#: ``LEVEL_PASS[classify, top]``: the level pass compiled with classification
-#: on or off and for L1 (trace kinds, core counters) or a lower level, each with
-#: the dead branches removed.
-LEVEL_PASS = {
-    (classify, top): _make_level_pass(classify, top)
-    for classify in (False, True)
-    for top in (False, True)
-}
+#: ``LEVEL_PASS[classify]``: the level pass with classification on or off.
+LEVEL_PASS = {classify: _make_level_pass(classify) for classify in (False, True)}
 
 
 @njit(**JIT)

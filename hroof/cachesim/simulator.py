@@ -56,7 +56,12 @@ def _as_int(arr: np.ndarray, dtype) -> np.ndarray:
 
 
 def _as_chunk(addr, size, kind, line_bits: int):
-    """Validate one chunk; return it in the kernel's dtypes and whether any access straddles."""
+    """Validate one chunk.
+
+    Returns it in the kernel's dtypes, whether any access straddles a line
+    boundary, and the core's counters of the chunk (loads, stores, NT stores,
+    and their bytes).
+    """
     addr = np.asarray(addr)
     size = np.asarray(size)
     kind = np.asarray(kind)
@@ -78,14 +83,14 @@ def _as_chunk(addr, size, kind, line_bits: int):
     addr = _as_int(addr, np.int64)
     size = _as_int(size, np.int64)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
-    bad_addr, bad_size, bad_kind, straddles = K.scan_chunk(addr, size, kind, line_bits)
+    bad_addr, bad_size, bad_kind, straddles, *core = K.scan_chunk(addr, size, kind, line_bits)
     if bad_addr:
         raise HroofError(f"{bad_addr} addresses are negative or not below 2**62")
     if bad_size:
         raise HroofError(f"{bad_size} access sizes are not positive")
     if bad_kind:
         raise HroofError(f"{bad_kind} kinds are not 0 (load), 1 (store) or 2 (non-temporal store)")
-    return addr, size, kind, straddles > 0
+    return addr, size, kind, straddles > 0, core
 
 
 _WARM = False
@@ -116,14 +121,14 @@ def _event_arrays(n: int):
 
 
 def _split_lines(addr, size, kind, line_bits):
-    """Cut every access that straddles lines into one piece per line.
+    """Cut every access that straddles lines into one piece per line, in address order.
 
-    The pieces after an access's first line get ``kind + KIND_CONT``, so the
-    kernel counts their bytes but not another access.
+    The core's counters are taken before the split, so a piece is one more
+    lookup but not one more access.
 
     >>> a, s, k = _split_lines(np.array([60, 0]), np.array([8, 4]), np.array([0, 1], np.uint8), 6)
     >>> a.tolist(), s.tolist(), k.tolist()
-    ([60, 64, 0], [4, 4, 4], [0, 3, 1])
+    ([60, 64, 0], [4, 4, 4], [0, 0, 1])
     """
     first = addr >> line_bits
     span = ((addr + size - 1) >> line_bits) - first + 1
@@ -132,8 +137,7 @@ def _split_lines(addr, size, kind, line_bits):
     line = first[idx] + piece
     lo = np.maximum(addr[idx], line << line_bits)
     hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
-    cont = np.where(piece > 0, K.KIND_CONT, 0).astype(np.uint8)
-    return lo, hi - lo, kind[idx] + cont
+    return lo, hi - lo, kind[idx]
 
 
 class Simulator:
@@ -340,7 +344,8 @@ class Simulator:
             raise HroofError("this simulation is finished; start a new Simulator")
         t0 = time.perf_counter()
         lb = self.hierarchy.line_bits
-        addr, size, kind, straddles = _as_chunk(addr, size, kind, lb)
+        addr, size, kind, straddles, core = _as_chunk(addr, size, kind, lb)
+        self._st.core[:] += core
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
         if self._pool is None:
@@ -352,7 +357,7 @@ class Simulator:
     def _pass(self, lvl, src, shift, size, kind, out) -> int:
         """Run events through level ``lvl`` (growing the tables as needed); return events out."""
         emit = lvl < len(self.hierarchy.levels) - 1
-        level_pass = K.LEVEL_PASS[self.classify, lvl == 0]
+        level_pass = K.LEVEL_PASS[self.classify]
         i = nout = 0
         while i < src.shape[0]:
             i, nout = level_pass(
