@@ -191,3 +191,19 @@ def test_two_threads_need_classification_off():
         Simulator(h, threads=2)
     with pytest.raises(HroofError, match="threads must be 1 or 2"):
         Simulator(h, classify=False, threads=4)
+
+
+def test_real_l3_geometry_non_power_of_two_sets():
+    """A 20-way L3 of 212,992 sets (260 MiB, as on this project's machine): lines whose
+    addresses differ by a multiple of the set count share a set, nothing else does."""
+    l3 = LevelConfig("L3", 20 * 212992 * 64, 20, 64)
+    assert l3.sets == 212992 and l3.size == 260 * 2**20
+    h = HierarchyConfig((l3,))
+    same_set = np.arange(21, dtype=np.int64) * 212992 * 64  # 21 lines, one set
+    others = (np.arange(21, dtype=np.int64) * 212993 + 5) * 64  # 21 lines, 21 sets
+    for base, conflicts in ((same_set, 1), (others, 0)):
+        addr = np.concatenate([base, base[:1]])
+        r = simulate(h, [(addr, np.full(22, 8), np.zeros(22, dtype=np.uint8))])
+        lv = r.levels[0]
+        assert lv.misses == 21 + conflicts
+        assert lv.misses_by_class == {"compulsory": 21, "capacity": 0, "conflict": conflicts}
