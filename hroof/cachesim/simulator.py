@@ -100,8 +100,8 @@ def warm_up() -> None:
     """Compile the kernels, or load them from Numba's on-disk cache, once per process.
 
     :class:`Simulator` calls this before its first timing, so that
-    ``timing.simulate_s`` measures simulation, not compilation (a few
-    seconds on the first run on a machine, about 0.2 s to load after).
+    ``timing.simulate_s`` measures simulation, not compilation (10-20 s on
+    the first run on a machine, about 0.3 s to load from the cache after).
     """
     global _WARM
     if _WARM:
