@@ -17,6 +17,7 @@ import random
 import sys
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 from naive import LOAD, STORE, NaiveHierarchy
@@ -29,12 +30,6 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 LINES = (16, 32, 64)
 #: Trace bases: zero, an unaligned one near 2**31, and one just below 2**32.
 BASES = (0, 0x7FFF_0000 + 8, 0xFFF0_0000)
-
-COMPARED = (
-    "lookups", "hits", "misses", "misses_by_class", "write_allocate_fills",
-    "forwarded_stores", "writebacks_in", "writebacks", "invalidations", "bytes", "traffic_below",
-)  # fmt: skip
-
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -56,40 +51,8 @@ def run_fast(geom, trace, *, flush=True):
     return sim.finish(flush=flush)
 
 
-def build_pycachesim(geom):
-    """pycachesim's hierarchy for ``geom``, built as ``tests/test_pycachesim.py`` does.
-
-    Levels are made from the last up, each loading from and storing to the one
-    below; the last one is attached to main memory. Returns ``(simulator,
-    caches L1 first, memory)``.
-    """
-    mem = cachesim.MainMemory()
-    below = None
-    caches = []
-    for i in reversed(range(len(geom))):
-        sets, ways, line = geom[i]
-        c = cachesim.Cache(f"L{i + 1}", sets, ways, line, "LRU", store_to=below, load_from=below)
-        if below is None:
-            mem.load_to(c)
-            mem.store_from(c)
-        caches.insert(0, c)
-        below = c
-    return cachesim.CacheSimulator(caches[0], mem), caches, mem
-
-
 def run_pycachesim(geom, trace, *, flush=True):
-    """Run ``trace`` (loads and stores) through pycachesim; return per-level and memory stats."""
-    cs, caches, mem = build_pycachesim(geom)
-    for addr, size, kind in trace:
-        assert kind in (LOAD, STORE) and addr + size <= 2**32
-        # A one-element list takes the exact iterload/iterstore path.
-        if kind == LOAD:
-            cs.load([addr], length=size)
-        else:
-            cs.store([addr], length=size)
-    if flush:
-        cs.force_write_back()
-    return [c.stats() for c in caches], mem.stats()
+    return helpers.run_pycachesim(cachesim, geom, trace, flush=flush)
 
 
 def random_geometries(rng, count, nlevels, max_sets=6):
@@ -163,7 +126,7 @@ def test_load_only_stencil_stream():
     sim.feed(addr, size, kind)
     result = sim.finish()
     # Aligned 8-byte loads: one pycachesim call over the whole stream is exact.
-    cs, caches, mem = build_pycachesim(geom)
+    cs, caches, mem = helpers.build_pycachesim(cachesim, geom)
     cs.load(addr.tolist(), length=8)
     cs.force_write_back()
     for lv, c in zip(result.levels, caches, strict=True):
@@ -196,12 +159,7 @@ def run_naive(geom, trace, *, quirks, flush=True):
 
 def assert_fast_equals_naive(fast, naive):
     """Every counter of the fast result equals the naive twin's (``quirks=False``)."""
-    assert fast["core"] == {k: naive["core"][k] for k in fast["core"]}
-    for f, n in zip(fast["levels"], naive["levels"], strict=True):
-        for key in COMPARED:
-            assert f[key] == n[key], f"{f['name']} {key}: fast {f[key]} != naive {n[key]}"
-    for key in ("bytes_read", "bytes_written", "bytes"):
-        assert fast["memory"][key] == naive["memory"][key], key
+    helpers.assert_same(fast, naive)
 
 
 def assert_twin_equals_pycachesim(twin, stats, mem):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import core, expected_level, lvl, memory
 from naive import LOAD, NT_STORE, STORE
 from naive import simulate as naive_simulate
 
@@ -42,67 +43,6 @@ def fast_simulate(levels, trace, *, classify=True, flush=True, check=False):
 @pytest.fixture(params=["naive", "fast"])
 def simulate(request):
     return naive_simulate if request.param == "naive" else fast_simulate
-
-
-def lvl(name, sets, ways, line=64, write_allocate=True):
-    """A level dict of ``sets x ways`` lines of ``line`` bytes."""
-    return {
-        "name": name,
-        "size": sets * ways * line,
-        "ways": ways,
-        "line": line,
-        "write_allocate": write_allocate,
-    }
-
-
-def expected_level(
-    name,
-    *,
-    lookups=0,
-    hits=0,
-    misses=0,
-    classes=(0, 0, 0),
-    wa=0,
-    fwd=0,
-    wb_in=0,
-    wb=0,
-    inv=0,
-    nbytes=0,
-    traffic=(0, 0, 0, 0),
-):
-    """The result dict of one level; ``classes`` is (compulsory, capacity, conflict),
-    ``traffic`` is (compulsory, write_allocate, capacity, conflict)."""
-    return {
-        "name": name,
-        "lookups": lookups,
-        "hits": hits,
-        "misses": misses,
-        "misses_by_class": dict(zip(("compulsory", "capacity", "conflict"), classes, strict=True)),
-        "write_allocate_fills": wa,
-        "forwarded_stores": fwd,
-        "writebacks_in": wb_in,
-        "writebacks": wb,
-        "invalidations": inv,
-        "bytes": nbytes,
-        "traffic_below": dict(
-            zip(("compulsory", "write_allocate", "capacity", "conflict"), traffic, strict=True)
-        ),
-    }
-
-
-def core(loads=0, stores=0, nt=0, bl=0, bs=0, bnt=0):
-    return {
-        "loads": loads,
-        "stores": stores,
-        "nt_stores": nt,
-        "bytes_loaded": bl,
-        "bytes_stored": bs,
-        "bytes_nt": bnt,
-    }
-
-
-def memory(read, written):
-    return {"bytes_read": read, "bytes_written": written, "bytes": read + written}
 
 
 # ----------------------------------------------------------------------------- 4. by hand

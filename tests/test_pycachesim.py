@@ -43,6 +43,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers import lvl, memory, run_pycachesim
 from naive import LOAD, NT_STORE, STORE, NaiveHierarchy, simulate
 
 LINES = (16, 32, 64)
@@ -55,67 +56,6 @@ def cachesim():
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def lvl(name, sets, ways, line=64, write_allocate=True):
-    """A level dict of ``sets x ways`` lines of ``line`` bytes."""
-    return {
-        "name": name,
-        "size": sets * ways * line,
-        "ways": ways,
-        "line": line,
-        "write_allocate": write_allocate,
-    }
-
-
-def expected_level(
-    name,
-    *,
-    lookups=0,
-    hits=0,
-    misses=0,
-    classes=(0, 0, 0),
-    wa=0,
-    fwd=0,
-    wb_in=0,
-    wb=0,
-    inv=0,
-    nbytes=0,
-    traffic=(0, 0, 0, 0),
-):
-    """The result dict of one level; ``classes`` is (compulsory, capacity, conflict),
-    ``traffic`` is (compulsory, write_allocate, capacity, conflict)."""
-    return {
-        "name": name,
-        "lookups": lookups,
-        "hits": hits,
-        "misses": misses,
-        "misses_by_class": dict(zip(("compulsory", "capacity", "conflict"), classes, strict=True)),
-        "write_allocate_fills": wa,
-        "forwarded_stores": fwd,
-        "writebacks_in": wb_in,
-        "writebacks": wb,
-        "invalidations": inv,
-        "bytes": nbytes,
-        "traffic_below": dict(
-            zip(("compulsory", "write_allocate", "capacity", "conflict"), traffic, strict=True)
-        ),
-    }
-
-
-def core(loads=0, stores=0, nt=0, bl=0, bs=0, bnt=0):
-    return {
-        "loads": loads,
-        "stores": stores,
-        "nt_stores": nt,
-        "bytes_loaded": bl,
-        "bytes_stored": bs,
-        "bytes_nt": bnt,
-    }
-
-
-def memory(read, written):
-    return {"bytes_read": read, "bytes_written": written, "bytes": read + written}
 
 
 def random_geometries(rng, count, nlevels):
@@ -144,32 +84,6 @@ def random_trace(rng, geom, n, store_fraction, nt_fraction=0.0):
 
 def naive_levels(geom):
     return [lvl(f"L{i + 1}", s, w, line) for i, (s, w, line) in enumerate(geom)]
-
-
-def run_pycachesim(cachesim, geom, trace, flush=True):
-    """Run ``trace`` (loads and stores) through pycachesim; return its per-level stats."""
-    mem = cachesim.MainMemory()
-    below = None
-    caches = []
-    for i in reversed(range(len(geom))):
-        sets, ways, line = geom[i]
-        c = cachesim.Cache(f"L{i + 1}", sets, ways, line, "LRU", store_to=below, load_from=below)
-        if below is None:
-            mem.load_to(c)
-            mem.store_from(c)
-        caches.insert(0, c)
-        below = c
-    cs = cachesim.CacheSimulator(caches[0], mem)
-    for addr, size, kind in trace:
-        assert kind in (LOAD, STORE) and addr + size <= 2**32
-        # A one-element list takes the exact iterload/iterstore path (see module doc).
-        if kind == LOAD:
-            cs.load([addr], length=size)
-        else:
-            cs.store([addr], length=size)
-    if flush:
-        cs.force_write_back()
-    return [c.stats() for c in caches], mem.stats()
 
 
 def run_naive(geom, trace, *, quirks, flush_mru_first=None, flush=True):

@@ -5,23 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import random_trace
+from helpers import assert_same
 from naive import simulate as naive_simulate
 
 from hroof.cachesim import HierarchyConfig, LevelConfig, Simulator, simulate
-
-COMPARED = (
-    "lookups",
-    "hits",
-    "misses",
-    "misses_by_class",
-    "write_allocate_fills",
-    "forwarded_stores",
-    "writebacks_in",
-    "writebacks",
-    "invalidations",
-    "bytes",
-    "traffic_below",
-)
 
 
 def fast_dict(h, addr, size, kind, *, classify=True, flush=True, chunks=1):
@@ -29,15 +16,6 @@ def fast_dict(h, addr, size, kind, *, classify=True, flush=True, chunks=1):
     for part in np.array_split(np.arange(len(addr)), chunks):
         sim.feed(addr[part], size[part], kind[part])
     return sim.finish(flush=flush).to_dict()
-
-
-def assert_same(fast, naive):
-    assert fast["core"] == {k: naive["core"][k] for k in fast["core"]}
-    for f, n in zip(fast["levels"], naive["levels"], strict=True):
-        for key in COMPARED:
-            assert f[key] == n[key], f"{f['name']} {key}: fast {f[key]} != naive {n[key]}"
-    for key in ("bytes_read", "bytes_written", "bytes"):
-        assert fast["memory"][key] == naive["memory"][key], key
 
 
 def levels_from(spec, line):
