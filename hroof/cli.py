@@ -71,6 +71,13 @@ def format_bytes(nbytes: int) -> str:
     return f"{value:.1f} {unit}"
 
 
+def _assignments(params: dict) -> str:
+    """``KEY=VALUE`` words as a user would type them (booleans lower case)."""
+    return " ".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items()
+    )
+
+
 def _int(n: int) -> str:
     return f"{n:,}"
 
@@ -185,7 +192,7 @@ def format_result(
     if "trace" in src:
         what = ("trace", f"{src['trace']} ({src.get('format', '?')})")
     elif "kernel" in src:
-        params = " ".join(f"{k}={v}" for k, v in (src.get("params") or {}).items())
+        params = _assignments(src.get("params") or {})
         what = ("kernel", f"{src['kernel']} {params}".strip())
     else:
         what = ("source", str(src) if src else "arrays")
@@ -209,7 +216,8 @@ def format_result(
     sim_s = float(result.timing.get("simulate_s", 0.0))
     trace_s = float(result.timing.get("trace_s", 0.0))
     rate = f", {result.accesses / sim_s / 1e6:.2f} M accesses/s" if sim_s > 0 else ""
-    timing = f"simulate {sim_s:.3f} s{rate}; read trace {trace_s:.3f} s"
+    produce = "generate trace" if "kernel" in src else "read trace"
+    timing = f"simulate {sim_s:.3f} s{rate}; {produce} {trace_s:.3f} s"
     out = _header_block(
         [
             what,
@@ -442,12 +450,46 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _kernel_plan(name: str, assignments: list[str]):
+    """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
+    from hroof.traces import get_kernel, parse_assignments
+
+    return get_kernel(name).bind(**parse_assignments(assignments))
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``hroof simulate --trace FILE``: stream a trace file through a cache hierarchy."""
+    """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
     from hroof.cachesim import simulate
 
     if args.threads == 2 and not args.no_classify:
         raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
+    if args.kernel is None and args.trace is None:
+        raise HroofError("give a KERNEL (see 'hroof kernels') or --trace FILE")
+    if args.kernel is not None and args.trace is not None:
+        raise HroofError("give a KERNEL or --trace FILE, not both")
+    if args.kernel is not None:
+        for option in ("format", "flops"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise HroofError(f"{flag} is for --trace; a kernel knows its own")
+        plan = _kernel_plan(args.kernel, args.params)
+        machine = _load_machine(args.machine)
+        with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
+            result = simulate(
+                machine,
+                plan.chunks(args.chunk_size),
+                classify=not args.no_classify,
+                flush=not args.no_flush,
+                flops=plan.flops,
+                source=plan.source(),
+                progress=bar,
+                threads=args.threads,
+            )
+        if args.json:
+            _emit(result.to_json())
+        else:
+            _emit(format_result(result, machine, flops_note=plan.notes or None, width=_width()))
+        return 0
     machine = _load_machine(args.machine)
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
@@ -491,6 +533,63 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _write_atomic(target, result.to_json() + "\n")
         report += f"\n\nwrote {target}"
     _emit(report)
+    return 0
+
+
+def format_kernels() -> str:
+    """``hroof kernels``: every registered kernel with its parameters and defaults."""
+    from hroof.traces import kernels
+
+    lines = []
+    for k in kernels():
+        lines.append(f"{k.name}: {k.summary}")
+        for p in k.params:
+            extra = f"; one of {', '.join(map(str, p.choices))}" if p.choices else ""
+            default = str(p.default).lower() if isinstance(p.default, bool) else p.default
+            lines.append(f"    {p.name}={default}  {p.doc}{extra}")
+        if k.notes:
+            lines.extend("    " + t for t in textwrap.wrap(k.notes, 92))
+        lines.append("")
+    lines.append(
+        "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6)"
+    )
+    return "\n".join(lines)
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    """``hroof kernels``: list the kernels and their parameters."""
+    _emit(format_kernels())
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """``hroof trace KERNEL KEY=VALUE --out FILE``: write a kernel's trace to npz or din."""
+    from hroof.traces import write_din, write_npz
+
+    plan = _kernel_plan(args.kernel, args.params)
+    out = Path(args.out)
+    name = out.name.lower()
+    if name.endswith(".npz"):
+        writer = write_npz
+    elif name.endswith((".din", ".din.gz")):
+        writer = write_din
+    else:
+        raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
+    # Write next to the target and rename, so a failure leaves no partial file behind.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial{out.suffix}")
+    try:
+        writer(tmp, plan.chunks(args.chunk_size, reuse=False))
+        os.replace(tmp, out)
+    except HroofError as exc:
+        raise HroofError(str(exc).replace(str(tmp), str(out))) from None
+    finally:
+        with suppress(OSError):
+            tmp.unlink()
+    _emit(
+        f"wrote {out}: {plan.accesses:,} accesses of {plan.kernel} "
+        f"({_assignments(plan.params)}), {plan.flops:,} flops"
+    )
     return 0
 
 
@@ -560,20 +659,61 @@ def build_parser() -> argparse.ArgumentParser:
         "list') or the path of a machine TOML file (default: the bundled 'default')"
     )
 
+    # ---------------------------------------------------------------- kernels
+    p = sub.add_parser(
+        "kernels",
+        help="list the kernels hroof can generate, with their parameters",
+        description="List every registered kernel, its parameters, their defaults and units.",
+    )
+    p.set_defaults(func=cmd_kernels)
+
+    # ---------------------------------------------------------------- trace
+    p = sub.add_parser(
+        "trace",
+        help="write a kernel's access trace to a file (npz or din)",
+        description=(
+            "Generate a kernel's exact access stream and write it as .npz or Dinero .din, "
+            "so other simulators (Dinero, pycachesim) can be run on the same stream. "
+            "Non-temporal stores cannot be written as din."
+        ),
+    )
+    p.add_argument("kernel", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
+    p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="the kernel's parameters")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="output file: .npz, .din or .din.gz"
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=_positive("number of accesses"),
+        default=DEFAULT_CHUNK,
+        metavar="N",
+        help=f"accesses generated per chunk (default: {DEFAULT_CHUNK:,})",
+    )
+    p.set_defaults(func=cmd_trace)
+
     # ---------------------------------------------------------------- simulate
     p = sub.add_parser(
         "simulate",
-        help="simulate a trace file and print per-level counts",
+        help="simulate a kernel or a trace file and print per-level counts",
         description=(
-            "Stream a memory-access trace file through a simulated cache hierarchy and "
-            "print, per level, lookups, hits, misses by class, write-allocate fills, "
-            "writebacks, the bytes the level moves and its arithmetic intensity; or the "
-            "full result as JSON (schema hroof.result/1)."
+            "Generate a kernel's access stream (see 'hroof kernels'), or stream a "
+            "memory-access trace file, through a simulated cache hierarchy and print, per "
+            "level, lookups, hits, misses by class, write-allocate fills, writebacks, the "
+            "bytes the level moves and its arithmetic intensity; or the full result as "
+            "JSON (schema hroof.result/1)."
         ),
     )
     p.add_argument(
+        "kernel", nargs="?", metavar="KERNEL", help="a kernel to generate (see 'hroof kernels')"
+    )
+    p.add_argument(
+        "params",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest)",
+    )
+    p.add_argument(
         "--trace",
-        required=True,
         metavar="FILE",
         help="trace file to simulate (npz, Dinero din or valgrind lackey; text formats "
         "may be gzip-compressed)",

@@ -537,7 +537,8 @@ def test_error_bad_machine_file(capsys, tmp_path, mixed, toml, words):
         (["simulate", "--trace", "t.din", "--flops=-1e3"], ["--flops", "non-negative"]),
         (["simulate", "--trace", "t.din", "--chunk-size", "0"], ["--chunk-size", "positive"]),
         (["simulate", "--trace", "t.din", "--access-size", "x"], ["--access-size", "'x'"]),
-        (["simulate"], ["required", "--trace"]),
+        (["simulate"], ["give a KERNEL", "--trace"]),
+        (["simulate", "triad", "--trace", "t.din"], ["not both"]),
         (["simulate", "--trace", "t.din", "--bogus"], ["unrecognized", "--bogus"]),
         (["simulat"], ["invalid choice", "simulat"]),
         ([], ["missing command", "simulate"]),
@@ -706,3 +707,62 @@ def test_console_entry_point(tmp_path):
     assert bad.returncode == 2
     assert bad.stdout == ""
     assert bad.stderr == f"hroof: error: trace file not found: {tmp_path / 'missing.npz'}\n"
+
+
+# ----------------------------------------------------------------------------- kernels
+def test_kernels_lists_every_kernel_with_parameters(capsys):
+    code, out, _ = run(capsys, "kernels")
+    assert code == 0
+    for name in ("copy", "scale", "add", "triad", "daxpy"):
+        assert f"\n{name}: " in "\n" + out
+    assert "    n=1048576  elements per array" in out and "nt=false" in out
+
+
+def test_simulate_kernel_json(capsys):
+    r = sim_json(capsys, "triad", "n=4096", "nt=true")
+    assert r["source"] == {
+        "kernel": "triad",
+        "params": {"n": 4096, "dtype": "float64", "nt": True, "align": 64, "gap": 0},
+    }
+    assert r["flops"] == 2 * 4096 and r["accesses"] == 3 * 4096
+    assert r["core"]["nt_stores"] == 4096
+    assert r["levels"][0]["bytes"] == 16 * 4096  # NT stores bypass L1
+    _, out, _ = run(capsys, "simulate", "daxpy", "n=1000")
+    assert out.startswith("kernel    daxpy n=1000 dtype=float64 nt=false")
+
+
+def test_trace_writes_the_kernel_stream(capsys, tmp_path):
+    from hroof.traces import iter_trace, plan_kernel
+
+    for suffix in (".npz", ".din"):
+        path = tmp_path / f"copy{suffix}"
+        code, out, _ = run(capsys, "trace", "copy", "n=100", "--out", path)
+        assert code == 0 and "wrote" in out and "200 accesses" in out
+        got = np.concatenate([c.addr for c in iter_trace(path)])
+        want = np.concatenate([c[0] for c in plan_kernel("copy", n=100).chunks()])
+        assert got.tolist() == want.tolist()
+    # The written trace simulates to the same counts as the kernel itself.
+    a = sim_json(capsys, "--trace", tmp_path / "copy.npz", "--flops", 0)
+    b = sim_json(capsys, "copy", "n=100")
+    assert a["levels"] == b["levels"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["simulate", "triadd"], ["unknown kernel 'triadd'", "did you mean 'triad'"]),
+        (["simulate", "triad", "n=0"], ["n must be at least 1"]),
+        (["simulate", "triad", "size=3"], ["no parameter 'size'", "n, dtype"]),
+        (["simulate", "triad", "n"], ["KEY=VALUE"]),
+        (["simulate", "triad", "n=1", "n=2"], ["given twice"]),
+        (["simulate", "triad", "dtype=float16"], ["float64, float32"]),
+        (["simulate"], ["KERNEL", "--trace"]),
+        (["simulate", "triad", "--flops", "5"], ["--flops is for --trace"]),
+        (["trace", "triad", "nt=true", "--out", "x.din"], ["x.din", "non-temporal", "npz"]),
+        (["trace", "triad", "--out", "x.txt"], [".npz, .din"]),
+    ],
+)
+def test_kernel_bad_input(capsys, tmp_path, monkeypatch, argv, words):
+    monkeypatch.chdir(tmp_path)
+    assert_bad(capsys, argv, *words)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written

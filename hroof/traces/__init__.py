@@ -1,5 +1,9 @@
 """Access traces: kernel trace generators and trace-file readers/writers.
 
+Kernels (:mod:`hroof.traces.kernels`) generate the exact access stream of a
+loop kernel chunk by chunk; :mod:`hroof.traces.stream` registers STREAM's copy,
+scale, add and triad, and DAXPY.
+
 A trace is a stream of core accesses handed out in chunks of three flat arrays,
 ``addr`` (uint64, byte address), ``size`` (uint32, bytes) and ``kind`` (uint8:
 0 load, 1 store, 2 non-temporal store). :mod:`hroof.traces.io` reads and writes
@@ -7,6 +11,7 @@ the file formats of ``DESIGN.md`` ("Trace files"): npz, Dinero din and valgrind
 lackey.
 """
 
+from hroof.traces import stream as _stream  # noqa: F401 (registers the STREAM kernels)
 from hroof.traces.io import (
     DEFAULT_CHUNK,
     FORMATS,
@@ -17,14 +22,38 @@ from hroof.traces.io import (
     write_din,
     write_npz,
 )
+from hroof.traces.kernels import (
+    Array,
+    Kernel,
+    Param,
+    Plan,
+    get_kernel,
+    kernels,
+    layout,
+    parse_assignments,
+    plan_kernel,
+    register_kernel,
+    unregister_kernel,
+)
 
 __all__ = [
     "DEFAULT_CHUNK",
     "FORMATS",
+    "Array",
+    "Kernel",
+    "Param",
+    "Plan",
     "TraceChunk",
     "count_accesses",
     "detect_format",
+    "get_kernel",
     "iter_trace",
+    "kernels",
+    "layout",
+    "parse_assignments",
+    "plan_kernel",
+    "register_kernel",
+    "unregister_kernel",
     "write_din",
     "write_npz",
 ]

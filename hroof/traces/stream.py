@@ -1,0 +1,98 @@
+"""STREAM kernels (McCalpin) and DAXPY: one pass over ``n`` elements.
+
+Per element ``i``, in program order, the loads of the right-hand side (in the
+order the expression names them), then the store:
+
+=======  ===========================  ======  =====  =====
+kernel   statement                    loads   store  flops
+=======  ===========================  ======  =====  =====
+copy     ``c[i] = a[i]``              a       c      0
+scale    ``b[i] = q * c[i]``          c       b      1
+add      ``c[i] = a[i] + b[i]``       a, b    c      1
+triad    ``z[i] = x[i] + q * y[i]``   x, y    z      2
+daxpy    ``y[i] = a * x[i] + y[i]``   x, y    y      2
+=======  ===========================  ======  =====  =====
+
+Arrays are laid out in the order of the table's columns (loads, then the
+store array if new), ``align`` bytes aligned and ``gap`` bytes apart.
+``nt=true`` makes the stores non-temporal (streaming) stores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hroof.traces.kernels import Kernel, Param, Plan, layout, register_kernel
+
+_DTYPES = {"float64": 8, "float32": 4}
+
+
+@njit(cache=True, nogil=True)
+def _stream_gen(pos, stop, addr, size, kind, args):
+    """Whole elements of a STREAM-like loop: the loads, then the store."""
+    loads, store, elem, store_kind = args
+    nl = loads.shape[0]
+    per = nl + 1
+    cap = addr.shape[0]
+    n = 0
+    while pos < stop and n + per <= cap:
+        off = pos * elem
+        for j in range(nl):
+            addr[n] = loads[j] + off
+            size[n] = elem
+            kind[n] = 0
+            n += 1
+        addr[n] = store + off
+        size[n] = elem
+        kind[n] = store_kind
+        n += 1
+        pos += 1
+    return n, pos
+
+
+def _params(default_n: int) -> tuple[Param, ...]:
+    return (
+        Param("n", default_n, "elements per array", minimum=1),
+        Param("dtype", "float64", "element type", choices=tuple(_DTYPES)),
+        Param("nt", False, "non-temporal (streaming) stores: bypass the caches"),
+        Param("align", 64, "alignment of each array, bytes (a power of two)", minimum=1),
+        Param("gap", 0, "extra bytes between consecutive arrays (padding)", minimum=0),
+    )
+
+
+def _builder(loads: tuple[str, ...], store: str, flops_per: int):
+    names = list(dict.fromkeys((*loads, store)))
+
+    def build(p: dict) -> Plan:
+        elem = _DTYPES[p["dtype"]]
+        n = p["n"]
+        arrays = layout([(a, elem, n) for a in names], align=p["align"], gap=p["gap"])
+        by_name = {a.name: a for a in arrays}
+        return Plan(
+            arrays=arrays,
+            flops=flops_per * n,
+            iterations=n,
+            per_iteration=len(loads) + 1,
+            accesses=(len(loads) + 1) * n,
+            footprint=len(names) * elem * n,
+            gen=_stream_gen,
+            args=(
+                np.array([by_name[a].base for a in loads], dtype=np.int64),
+                by_name[store].base,
+                elem,
+                2 if p["nt"] else 1,
+            ),
+        )
+
+    return build
+
+
+for _name, _summary, _loads, _store, _flops in (
+    ("copy", "STREAM copy: c[i] = a[i] (0 flops)", ("a",), "c", 0),
+    ("scale", "STREAM scale: b[i] = q*c[i] (1 flop)", ("c",), "b", 1),
+    ("add", "STREAM add: c[i] = a[i] + b[i] (1 flop)", ("a", "b"), "c", 1),
+    ("triad", "STREAM triad: z[i] = x[i] + q*y[i] (2 flops)", ("x", "y"), "z", 2),
+    ("daxpy", "DAXPY: y[i] = a*x[i] + y[i] (2 flops)", ("x", "y"), "y", 2),
+):
+    register_kernel(Kernel(_name, _summary, _params(1 << 20), _builder(_loads, _store, _flops)))
