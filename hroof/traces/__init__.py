@@ -2,7 +2,8 @@
 
 Kernels (:mod:`hroof.traces.kernels`) generate the exact access stream of a
 loop kernel chunk by chunk; :mod:`hroof.traces.stream` registers STREAM's copy,
-scale, add and triad, and DAXPY.
+scale, add and triad, and DAXPY; :mod:`hroof.traces.stencils` the 5-, 7- and
+27-point stencils.
 
 A trace is a stream of core accesses handed out in chunks of three flat arrays,
 ``addr`` (uint64, byte address), ``size`` (uint32, bytes) and ``kind`` (uint8:
@@ -11,6 +12,7 @@ the file formats of ``DESIGN.md`` ("Trace files"): npz, Dinero din and valgrind
 lackey.
 """
 
+from hroof.traces import stencils as _stencils  # noqa: F401 (registers the stencils)
 from hroof.traces import stream as _stream  # noqa: F401 (registers the STREAM kernels)
 from hroof.traces.io import (
     DEFAULT_CHUNK,
