@@ -32,6 +32,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/compare_pycachesim.py
 	$(BIN)/python bench/stream_billion.py
+	$(BIN)/python bench/kernels_end_to_end.py
 	$(BIN)/python -m pytest bench -q --benchmark-enable --benchmark-only
 
 demo: $(STAMP)
