@@ -760,9 +760,19 @@ def test_trace_writes_the_kernel_stream(capsys, tmp_path):
         (["simulate", "triad", "--flops", "5"], ["--flops is for --trace"]),
         (["trace", "triad", "nt=true", "--out", "x.din"], ["x.din", "non-temporal", "npz"]),
         (["trace", "triad", "--out", "x.txt"], [".npz, .din"]),
+        (["simulate", "gemm", "m=4", "ti=5"], ["ti", "at most m = 4"]),
+        (["simulate", "stencil7", "n=8", "bj=9"], ["bj"]),
+        (["simulate", "spmv", "matrix=missing.mtx"], ["missing.mtx"]),
+        (["simulate", "spmv", "matrix=poison2d"], ["did you mean 'poisson2d'"]),
     ],
 )
 def test_kernel_bad_input(capsys, tmp_path, monkeypatch, argv, words):
     monkeypatch.chdir(tmp_path)
     assert_bad(capsys, argv, *words)
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_malformed_mtx_names_file_and_line(capsys, tmp_path):
+    path = tmp_path / "bad.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 1 2.0\n")
+    assert_bad(capsys, ["simulate", "spmv", f"matrix={path}"], "bad.mtx", "line 4")
