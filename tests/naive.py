@@ -450,3 +450,161 @@ def simulate(
     if check:
         h.check_invariants()
     return h.result(classify=classify)
+
+
+# ============================================================================ kernels
+# Plain loop nests that produce each kernel's trace as a list of (addr, size, kind),
+# from a bound plan's layout and parameters: the twins the generators of
+# hroof.traces must match element by element (tests/test_kernels.py, test_stencils.py,
+# test_dense.py, test_sparse.py).
+
+#: STREAM kernels: the arrays loaded, in order, and the array stored.
+STREAM_ARRAYS = {
+    "copy": (("a",), "c"),
+    "scale": (("c",), "b"),
+    "add": (("a", "b"), "c"),
+    "triad": (("x", "y"), "z"),
+    "daxpy": (("x", "y"), "y"),
+}
+
+
+def naive_stream(plan):
+    """The STREAM loop written out: for i, the loads in order, then the store."""
+    loads, store = STREAM_ARRAYS[plan.kernel]
+    arrays = {a.name: a for a in plan.arrays}
+    elem = arrays[store].elem
+    store_kind = 2 if plan.params["nt"] else 1
+    trace = []
+    for i in range(plan.params["n"]):
+        for name in loads:
+            trace.append((arrays[name].base + i * elem, elem, 0))
+        trace.append((arrays[store].base + i * elem, elem, store_kind))
+    return trace
+
+
+def _grid(plan):
+    """The plan's grid: sizes, strides (elements), element size, and the two bases."""
+    p = plan.params
+    nx = p["nx"] or p["n"]
+    ny = p["ny"] or p["n"]
+    three_d = "nz" in p
+    nz = (p["nz"] or p["n"]) if three_d else 1
+    js = nx + 2 + p["pad_row"]
+    ks = js * (ny + 2) + (p["pad_plane"] if three_d else 0)
+    old, new = plan.arrays
+    assert old.name == "old" and new.name == "new"
+    return nx, ny, nz, js, ks, old.elem, old.base, new.base, three_d
+
+
+def _range(lo, hi, step):
+    return range(lo, hi, step if step else hi - lo)
+
+
+def stencil_trace(plan):
+    """The trace of ``plan`` (any of stencil5, stencil7, stencil27), by loop nest."""
+    nx, ny, nz, js, ks, elem, a, b, three_d = _grid(plan)
+    p = plan.params
+    bj, bk = p.get("bj", 0), p.get("bk", 0)
+    trace = []
+    old, new = a, b
+    for _sweep in range(p["sweeps"]):
+        for kk in _range(1, nz + 1, bk):
+            for jj in _range(1, ny + 1, bj):
+                for k in range(kk, min(kk + (bk or nz), nz + 1)):
+                    for j in range(jj, min(jj + (bj or ny), ny + 1)):
+                        for i in range(1, nx + 1):
+                            # 2D grids have no k halo: row j of the only plane.
+                            c = i + j * js + (k * ks if three_d else 0)
+                            for off in _offsets(plan.kernel, js, ks):
+                                trace.append((old + (c + off) * elem, elem, 0))
+                            trace.append((new + c * elem, elem, 1))
+        old, new = new, old
+    return trace
+
+
+def _offsets(kernel, js, ks):
+    if kernel == "stencil5":
+        return [0, -1, +1, -js, +js]
+    if kernel == "stencil7":
+        return [0, -1, +1, -js, +js, -ks, +ks]
+    assert kernel == "stencil27"
+    out = []
+    for dk in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            for di in (-1, 0, 1):
+                out.append(dk * ks + dj * js + di)
+    return out
+
+
+def distinct_bytes(trace):
+    """Number of distinct bytes the trace touches."""
+    touched = set()
+    for addr, size, _kind in trace:
+        for byte in range(size):
+            touched.add(addr + byte)
+    return len(touched)
+
+
+def naive_dgemv(plan):
+    """The DGEMV loop written out: load A[i][j], load x[j]; store y[i] after each row."""
+    a, x, y = plan.arrays
+    e = a.elem
+    n = plan.params["n"]
+    m = plan.params["m"] or n
+    trace = []
+    for i in range(m):
+        for j in range(n):
+            trace.append((a.base + (i * n + j) * e, e, 0))
+            trace.append((x.base + j * e, e, 0))
+        trace.append((y.base + i * e, e, 1))
+    return trace
+
+
+def tile_ranges(size, tile):
+    """The (start, stop) of each tile of a loop of ``size`` (0: one tile of everything)."""
+    tile = tile or size
+    return [(s, min(s + tile, size)) for s in range(0, size, tile)]
+
+
+def naive_gemm(plan):
+    """The tiled GEMM loop nest written out: tile loops in ``order``, then the points of
+    a tile in ``order``; each point loads A[i][p], B[p][j], C[i][j] and stores C[i][j]."""
+    a, b, c = plan.arrays
+    e = a.elem
+    prm = plan.params
+    m, n, k = prm["m"], prm["n"], prm["k"]
+    size = {"i": m, "j": n, "k": k}
+    tile = {"i": prm["ti"], "j": prm["tj"], "k": prm["tk"]}
+    order = prm["order"]
+    trace = []
+    l0, l1, l2 = order
+    for r0 in tile_ranges(size[l0], tile[l0]):
+        for r1 in tile_ranges(size[l1], tile[l1]):
+            for r2 in tile_ranges(size[l2], tile[l2]):
+                for x0 in range(*r0):
+                    for x1 in range(*r1):
+                        for x2 in range(*r2):
+                            idx = {l0: x0, l1: x1, l2: x2}
+                            i, j, p = idx["i"], idx["j"], idx["k"]
+                            trace.append((a.base + (i * k + p) * e, e, 0))
+                            trace.append((b.base + (p * n + j) * e, e, 0))
+                            trace.append((c.base + (i * n + j) * e, e, 0))
+                            trace.append((c.base + (i * n + j) * e, e, 1))
+    return trace
+
+
+def naive_spmv(plan):
+    """The CSR loop written out: rowptr[0] once; per row rowptr[i+1], then per nonzero
+    val[j], col[j], x[col[j]], then the store of y[i]."""
+    rowptr, col = plan.args[0].tolist(), plan.args[1].tolist()
+    a = {arr.name: arr for arr in plan.arrays}
+    ib, elem = a["rowptr"].elem, a["val"].elem
+    trace = [(a["rowptr"].base, ib, 0)]
+    for i in range(len(rowptr) - 1):
+        trace.append((a["rowptr"].base + (i + 1) * ib, ib, 0))
+        for j in range(rowptr[i], rowptr[i + 1]):
+            trace.append((a["val"].base + j * elem, elem, 0))
+            trace.append((a["col"].base + j * ib, ib, 0))
+            trace.append((a["x"].base + col[j] * elem, elem, 0))
+        trace.append((a["y"].base + i * elem, elem, 1))
+    return trace

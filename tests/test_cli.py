@@ -728,7 +728,7 @@ def test_simulate_kernel_json(capsys):
     assert r["core"]["nt_stores"] == 4096
     assert r["levels"][0]["bytes"] == 16 * 4096  # NT stores bypass L1
     _, out, _ = run(capsys, "simulate", "daxpy", "n=1000")
-    assert out.startswith("kernel    daxpy n=1000 dtype=float64 nt=false")
+    assert out.startswith("kernel    daxpy n=1000 nt=false dtype=float64")
 
 
 def test_trace_writes_the_kernel_stream(capsys, tmp_path):
@@ -752,7 +752,7 @@ def test_trace_writes_the_kernel_stream(capsys, tmp_path):
     [
         (["simulate", "triadd"], ["unknown kernel 'triadd'", "did you mean 'triad'"]),
         (["simulate", "triad", "n=0"], ["n must be at least 1"]),
-        (["simulate", "triad", "size=3"], ["no parameter 'size'", "n, dtype"]),
+        (["simulate", "triad", "size=3"], ["no parameter 'size'", "n, nt, dtype"]),
         (["simulate", "triad", "n"], ["KEY=VALUE"]),
         (["simulate", "triad", "n=1", "n=2"], ["given twice"]),
         (["simulate", "triad", "dtype=float16"], ["float64, float32"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from naive import naive_dgemv, naive_gemm
 
 import hroof.traces.dense  # noqa: F401 (registers dgemv and gemm)
 from hroof.cachesim import hierarchy
@@ -14,54 +15,6 @@ from hroof.runs import simulate_kernel
 from hroof.traces import plan_kernel
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
-
-
-def naive_dgemv(plan):
-    """The DGEMV loop written out: load A[i][j], load x[j]; store y[i] after each row."""
-    a, x, y = plan.arrays
-    e = a.elem
-    n = plan.params["n"]
-    m = plan.params["m"] or n
-    trace = []
-    for i in range(m):
-        for j in range(n):
-            trace.append((a.base + (i * n + j) * e, e, 0))
-            trace.append((x.base + j * e, e, 0))
-        trace.append((y.base + i * e, e, 1))
-    return trace
-
-
-def tile_ranges(size, tile):
-    """The (start, stop) of each tile of a loop of ``size`` (0: one tile of everything)."""
-    tile = tile or size
-    return [(s, min(s + tile, size)) for s in range(0, size, tile)]
-
-
-def naive_gemm(plan):
-    """The tiled GEMM loop nest written out: tile loops in ``order``, then the points of
-    a tile in ``order``; each point loads A[i][p], B[p][j], C[i][j] and stores C[i][j]."""
-    a, b, c = plan.arrays
-    e = a.elem
-    prm = plan.params
-    m, n, k = prm["m"], prm["n"], prm["k"]
-    size = {"i": m, "j": n, "k": k}
-    tile = {"i": prm["ti"], "j": prm["tj"], "k": prm["tk"]}
-    order = prm["order"]
-    trace = []
-    l0, l1, l2 = order
-    for r0 in tile_ranges(size[l0], tile[l0]):
-        for r1 in tile_ranges(size[l1], tile[l1]):
-            for r2 in tile_ranges(size[l2], tile[l2]):
-                for x0 in range(*r0):
-                    for x1 in range(*r1):
-                        for x2 in range(*r2):
-                            idx = {l0: x0, l1: x1, l2: x2}
-                            i, j, p = idx["i"], idx["j"], idx["k"]
-                            trace.append((a.base + (i * k + p) * e, e, 0))
-                            trace.append((b.base + (p * n + j) * e, e, 0))
-                            trace.append((c.base + (i * n + j) * e, e, 0))
-                            trace.append((c.base + (i * n + j) * e, e, 1))
-    return trace
 
 
 def collect(plan, chunk_size):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_stream
 
 from hroof.cachesim import hierarchy
 from hroof.errors import HroofError
@@ -28,20 +29,6 @@ STREAM = {
     "triad": (("x", "y"), "z", 2),
     "daxpy": (("x", "y"), "y", 2),
 }
-
-
-def naive_stream(plan):
-    """The STREAM loop written out: for i, the loads in order, then the store."""
-    loads, store, _ = STREAM[plan.kernel]
-    arrays = {a.name: a for a in plan.arrays}
-    elem = arrays[store].elem
-    store_kind = 2 if plan.params["nt"] else 1
-    trace = []
-    for i in range(plan.params["n"]):
-        for name in loads:
-            trace.append((arrays[name].base + i * elem, elem, 0))
-        trace.append((arrays[store].base + i * elem, elem, store_kind))
-    return trace
 
 
 def collect(plan, chunk_size):
@@ -104,7 +91,7 @@ def test_registry_and_unknown_names():
     assert {"copy", "scale", "add", "triad", "daxpy"} <= set(names)
     with pytest.raises(HroofError, match=r"unknown kernel 'triadd'.*did you mean 'triad'"):
         get_kernel("triadd")
-    with pytest.raises(HroofError, match=r"has no parameter 'size'.*parameters: n, dtype"):
+    with pytest.raises(HroofError, match=r"has no parameter 'size'.*parameters: n, nt, dtype"):
         plan_kernel("triad", size=3)
 
 

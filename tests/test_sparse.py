@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_spmv
 
 import hroof.traces.sparse  # noqa: F401 (registers spmv)
 from hroof.cachesim import hierarchy
@@ -13,23 +14,6 @@ from hroof.errors import HroofError, TraceFormatError
 from hroof.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.mtx import read_mtx
-
-
-def naive_spmv(plan):
-    """The CSR loop written out: rowptr[0] once; per row rowptr[i+1], then per nonzero
-    val[j], col[j], x[col[j]], then the store of y[i]."""
-    rowptr, col = plan.args[0].tolist(), plan.args[1].tolist()
-    a = {arr.name: arr for arr in plan.arrays}
-    ib, elem = a["rowptr"].elem, a["val"].elem
-    trace = [(a["rowptr"].base, ib, 0)]
-    for i in range(len(rowptr) - 1):
-        trace.append((a["rowptr"].base + (i + 1) * ib, ib, 0))
-        for j in range(rowptr[i], rowptr[i + 1]):
-            trace.append((a["val"].base + j * elem, elem, 0))
-            trace.append((a["col"].base + j * ib, ib, 0))
-            trace.append((a["x"].base + col[j] * elem, elem, 0))
-        trace.append((a["y"].base + i * elem, elem, 1))
-    return trace
 
 
 def collect(plan, chunk_size):

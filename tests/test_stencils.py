@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from naive_stencils import distinct_bytes, stencil_trace
+from naive import distinct_bytes, stencil_trace
 
 import hroof.traces.stencils  # noqa: F401 (registers the stencil kernels)
 from hroof.cachesim import hierarchy

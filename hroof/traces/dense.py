@@ -57,9 +57,16 @@ from __future__ import annotations
 from numba import njit
 
 from hroof.errors import HroofError
-from hroof.traces.kernels import Kernel, Param, Plan, layout, register_kernel
+from hroof.traces.kernels import (
+    DTYPES,
+    Kernel,
+    Param,
+    Plan,
+    layout,
+    layout_params,
+    register_kernel,
+)
 
-_DTYPES = {"float64": 8, "float32": 4}
 #: The six loop orders of GEMM, outermost loop first (``k`` is the ``p`` loop).
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
 
@@ -97,7 +104,7 @@ def _dgemv_gen(pos, stop, addr, size, kind, args):
 
 
 def _dgemv_plan(p: dict) -> Plan:
-    elem = _DTYPES[p["dtype"]]
+    elem = DTYPES[p["dtype"]]
     n = p["n"]
     m = p["m"] or n
     a, x, y = layout(
@@ -201,7 +208,7 @@ def _gemm_gen(pos, stop, addr, size, kind, args):
 
 
 def _gemm_plan(p: dict) -> Plan:
-    elem = _DTYPES[p["dtype"]]
+    elem = DTYPES[p["dtype"]]
     m, n, k = p["m"], p["n"], p["k"]
     sizes = {"i": m, "j": n, "k": k}
     tiles = {}
@@ -248,11 +255,7 @@ def _gemm_plan(p: dict) -> Plan:
 
 
 def _common() -> tuple[Param, ...]:
-    return (
-        Param("dtype", "float64", "element type", choices=tuple(_DTYPES)),
-        Param("align", 64, "alignment of each array, bytes (a power of two)", minimum=1),
-        Param("gap", 0, "extra bytes between consecutive arrays (padding)", minimum=0),
-    )
+    return (*layout_params(),)
 
 
 register_kernel(

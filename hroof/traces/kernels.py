@@ -59,6 +59,9 @@ ALIGN = 64
 #: Default accesses per chunk handed to the simulator.
 CHUNK = 1 << 20
 
+#: Element types of the kernels' arrays and their sizes in bytes.
+DTYPES = {"float64": 8, "float32": 4}
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -148,6 +151,15 @@ class Array:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "base": self.base, "elem": self.elem, "count": self.count}
+
+
+def layout_params(dtype_doc: str = "element type") -> tuple[Param, ...]:
+    """The parameters every kernel's layout takes: ``dtype``, ``align`` and ``gap``."""
+    return (
+        Param("dtype", "float64", dtype_doc, choices=tuple(DTYPES)),
+        Param("align", ALIGN, "alignment of each array, bytes (a power of two)", minimum=1),
+        Param("gap", 0, "extra bytes between consecutive arrays (padding)", minimum=0),
+    )
 
 
 def layout(

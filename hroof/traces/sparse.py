@@ -54,10 +54,17 @@ import numpy as np
 from numba import njit
 
 from hroof.errors import HroofError, suggest
-from hroof.traces.kernels import Kernel, Param, Plan, layout, register_kernel
+from hroof.traces.kernels import (
+    DTYPES,
+    Kernel,
+    Param,
+    Plan,
+    layout,
+    layout_params,
+    register_kernel,
+)
 from hroof.traces.mtx import read_mtx
 
-_DTYPES = {"float64": 8, "float32": 4}
 #: The generated matrices (anything else must be a Matrix Market file).
 MATRICES = ("poisson2d", "poisson3d", "random", "banded")
 
@@ -222,7 +229,7 @@ def matrix_csr(p: dict) -> tuple[int, int, np.ndarray, np.ndarray]:
 def _build(p: dict) -> Plan:
     nrows, ncols, rowptr, col = matrix_csr(p)
     ib = p["index_bytes"]
-    elem = _DTYPES[p["dtype"]]
+    elem = DTYPES[p["dtype"]]
     nnz = int(rowptr[-1])
     arrays = layout(
         [("rowptr", ib, nrows + 1), ("col", ib, nnz), ("val", elem, nnz), ("x", elem, ncols),
@@ -264,9 +271,7 @@ PARAMS = (
     Param("band", 2, "half bandwidth: columns i-band..i+band (banded)", minimum=0),
     Param("seed", 0, "random seed (random)", minimum=0),
     Param("index_bytes", 4, "bytes per index of rowptr and col", choices=(4, 8)),
-    Param("dtype", "float64", "type of val, x and y", choices=tuple(_DTYPES)),
-    Param("align", 64, "alignment of each array, bytes (a power of two)", minimum=1),
-    Param("gap", 0, "extra bytes between consecutive arrays (padding)", minimum=0),
+    *layout_params("type of val, x and y"),
 )
 
 register_kernel(

@@ -61,9 +61,15 @@ import numpy as np
 from numba import njit
 
 from hroof.errors import HroofError
-from hroof.traces.kernels import Kernel, Param, Plan, layout, register_kernel
-
-_DTYPES = {"float64": 8, "float32": 4}
+from hroof.traces.kernels import (
+    DTYPES,
+    Kernel,
+    Param,
+    Plan,
+    layout,
+    layout_params,
+    register_kernel,
+)
 
 
 @njit(cache=True, nogil=True)
@@ -168,9 +174,7 @@ def _params(three_d: bool, blocking: bool) -> tuple[Param, ...]:
         ]
     ps += [
         Param("sweeps", 1, "time steps; each swaps old and new", minimum=1),
-        Param("dtype", "float64", "element type", choices=tuple(_DTYPES)),
-        Param("align", 64, "alignment of each array, bytes (a power of two)", minimum=1),
-        Param("gap", 0, "extra bytes between the two arrays (padding)", minimum=0),
+        *layout_params(),
     ]
     return tuple(ps)
 
@@ -186,7 +190,7 @@ def _offsets(kind: str, js: int, ks: int) -> list[int]:
 
 def _builder(name: str, three_d: bool, flops_per: int):
     def build(p: dict) -> Plan:
-        elem = _DTYPES[p["dtype"]]
+        elem = DTYPES[p["dtype"]]
         nx = p["nx"] or p["n"]
         ny = p["ny"] or p["n"]
         nz = (p["nz"] or p["n"]) if three_d else 1

@@ -23,9 +23,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof.traces.kernels import Kernel, Param, Plan, layout, register_kernel
-
-_DTYPES = {"float64": 8, "float32": 4}
+from hroof.traces.kernels import (
+    DTYPES,
+    Kernel,
+    Param,
+    Plan,
+    layout,
+    layout_params,
+    register_kernel,
+)
 
 
 @njit(cache=True, nogil=True)
@@ -54,10 +60,8 @@ def _stream_gen(pos, stop, addr, size, kind, args):
 def _params(default_n: int) -> tuple[Param, ...]:
     return (
         Param("n", default_n, "elements per array", minimum=1),
-        Param("dtype", "float64", "element type", choices=tuple(_DTYPES)),
         Param("nt", False, "non-temporal (streaming) stores: bypass the caches"),
-        Param("align", 64, "alignment of each array, bytes (a power of two)", minimum=1),
-        Param("gap", 0, "extra bytes between consecutive arrays (padding)", minimum=0),
+        *layout_params(),
     )
 
 
@@ -65,7 +69,7 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
     names = list(dict.fromkeys((*loads, store)))
 
     def build(p: dict) -> Plan:
-        elem = _DTYPES[p["dtype"]]
+        elem = DTYPES[p["dtype"]]
         n = p["n"]
         arrays = layout([(a, elem, n) for a in names], align=p["align"], gap=p["gap"])
         by_name = {a.name: a for a in arrays}
