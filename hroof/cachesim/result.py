@@ -180,3 +180,44 @@ class SimResult:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SimResult:
+        """Rebuild a result from :meth:`to_dict`'s output (schema ``hroof.result/1``)."""
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} result (schema {d.get('schema')!r})")
+        flops = d["flops"]
+        levels = []
+        below = [lv["bytes"] for lv in d["levels"][1:]]
+        mem = d["memory"]
+        nt = d["core"].get("bytes_nt", 0)
+        below.append(mem["bytes"] - nt)
+        for lv, traffic in zip(d["levels"], below, strict=True):
+            levels.append(
+                LevelResult(
+                    name=lv["name"], size=lv["size"], ways=lv["ways"], line=lv["line"],
+                    sets=lv["sets"], lookups=lv["lookups"], hits=lv["hits"],
+                    misses=lv["misses"], misses_by_class=lv["misses_by_class"],
+                    write_allocate_fills=lv["write_allocate_fills"],
+                    forwarded_stores=lv.get("forwarded_stores", 0),
+                    forwarded_store_bytes=lv.get("forwarded_store_bytes", 0),
+                    writebacks_in=lv["writebacks_in"], writebacks=lv["writebacks"],
+                    invalidations=lv.get("invalidations", 0), bytes=lv["bytes"],
+                    ai=_ai(flops, lv["bytes"]), traffic_below=lv["traffic_below"],
+                    traffic_below_bytes=traffic,
+                )
+            )  # fmt: skip
+        options = d.get("options", {})
+        return cls(
+            source=dict(d["source"]),
+            flops=flops,
+            core=CoreCounts(**d["core"]),
+            levels=tuple(levels),
+            memory=MemoryResult(
+                mem["name"], mem["bytes_read"], mem["bytes_written"], _ai(flops, mem["bytes"])
+            ),
+            timing=dict(d.get("timing", {})),
+            classified=options.get("classify", True),
+            flushed=options.get("flush", True),
+            machine=d.get("machine"),
+        )

@@ -1,0 +1,124 @@
+"""Sweeps: value ranges, the grid, parallel runs equal to single ones, the result cache,
+and wall detection where a level stops holding the stencil's planes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hroof.cachesim import SimResult, hierarchy
+from hroof.errors import HroofError
+from hroof.roofline.sweep import cache_key, expand_grid, find_walls, parse_values, run_sweep
+from hroof.runs import simulate_kernel
+from hroof.traces import plan_kernel
+
+SMALL = hierarchy(
+    {"name": "L1", "size": "4 KiB", "ways": 4},
+    {"name": "L2", "size": "32 KiB", "ways": 8},
+    {"name": "L3", "size": "256 KiB", "ways": 16},
+)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("16..512:x2", ["16", "32", "64", "128", "256", "512"]),
+        ("10..40:x1.5", ["10", "15", "22", "34"]),
+        ("8..32:+8", ["8", "16", "24", "32"]),
+        ("3..5", ["3", "4", "5"]),
+        ("1,2,4..8:x2", ["1", "2", "4", "8"]),
+        ("float32,float64", ["float32", "float64"]),
+    ],
+)
+def test_parse_values(text, values):
+    assert parse_values(text) == values
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a..b", "integer ends"),
+        ("9..3", "backwards"),
+        ("4..64:x1", "F > 1"),
+        ("4..64:+0", "step as"),
+        ("4..64:-2", "step as"),
+        ("", "no values"),
+        ("1..100000", "more than"),
+    ],
+)
+def test_parse_values_errors(text, words):
+    with pytest.raises(HroofError, match=words):
+        parse_values(text)
+
+
+def test_grid_is_the_product_and_checks_names():
+    grid = expand_grid("stencil7", {"n": "8,16", "pad_row": "0,1", "sweeps": "2"})
+    assert grid == [
+        {"n": "8", "pad_row": "0", "sweeps": "2"},
+        {"n": "8", "pad_row": "1", "sweeps": "2"},
+        {"n": "16", "pad_row": "0", "sweeps": "2"},
+        {"n": "16", "pad_row": "1", "sweeps": "2"},
+    ]
+    with pytest.raises(HroofError, match=r"no parameter 'size'.*did you mean 'sweeps'|no param"):
+        expand_grid("stencil7", {"size": "8"})
+
+
+def test_sweep_equals_single_runs_in_parallel_and_cached(private_cache):
+    grid = expand_grid("stencil7", {"n": "4..32:x2"})
+    par = run_sweep("stencil7", grid, SMALL, workers=2)
+    assert [p.cached for p in par] == [False] * 4
+    for p in par:
+        one = simulate_kernel("stencil7", SMALL, n=p.params["n"])
+        assert p.result.to_dict()["levels"] == one.to_dict()["levels"]
+        assert p.footprint == plan_kernel("stencil7", n=p.params["n"]).footprint
+    again = run_sweep("stencil7", grid, SMALL, workers=2)
+    assert [p.cached for p in again] == [True] * 4
+    assert [p.result.to_dict()["levels"] for p in again] == [
+        p.result.to_dict()["levels"] for p in par
+    ]
+    assert len(list(private_cache.glob("*.json"))) == 4
+    serial = run_sweep("stencil7", grid, SMALL, workers=1, use_cache=False)
+    assert [p.result.to_dict()["levels"] for p in serial] == [
+        p.result.to_dict()["levels"] for p in par
+    ]
+
+
+def test_cache_key_depends_on_what_changes_a_result():
+    base = cache_key("triad", {"n": 8}, SMALL, {"classify": True, "flush": True})
+    assert base != cache_key("triad", {"n": 9}, SMALL, {"classify": True, "flush": True})
+    assert base != cache_key("triad", {"n": 8}, SMALL, {"classify": False, "flush": True})
+    other = hierarchy({"name": "L1", "size": "8 KiB", "ways": 4})
+    assert base != cache_key("triad", {"n": 8}, other, {"classify": True, "flush": True})
+    assert base == cache_key("triad", {"n": 8}, SMALL, {"flush": True, "classify": True})
+
+
+def test_corrupt_cache_entry_is_simulated_again(private_cache):
+    grid = [{"n": "1000"}]
+    first = run_sweep("triad", grid, SMALL, workers=1)
+    (entry,) = private_cache.glob("*.json")
+    entry.write_text("{not json")
+    again = run_sweep("triad", grid, SMALL, workers=1)
+    assert not again[0].cached
+    assert again[0].result.to_dict()["levels"] == first[0].result.to_dict()["levels"]
+    assert SimResult.from_dict(json.loads(entry.read_text())).flops == 2000
+
+
+def test_walls_where_levels_stop_holding_the_planes():
+    """3 planes of old + a row of new: n=8 fits the 4 KiB L1 (3*100*8 = 2.4 KiB), n=16 does
+    not (3*324*8 = 7.8 KiB); n=16 fits the 32 KiB L2, n=32 (3*1156*8 = 27 KiB + ...) is
+    at its edge and n=64 is not."""
+    grid = expand_grid("stencil7", {"n": "4..64:x2"})
+    walls = find_walls(run_sweep("stencil7", grid, SMALL, workers=2), "n")
+    by_level = {w.level: (w.before, w.after) for w in walls}
+    assert by_level["L1"] == (8, 16)
+    assert by_level["L2"] in ((16, 32), (32, 64))
+    for w in walls:
+        assert w.bytes_per_flop_after >= 1.25 * w.bytes_per_flop_before
+        assert w.footprint_after > w.capacity
