@@ -1,0 +1,243 @@
+"""Roofline plots (matplotlib): hierarchical, cache-aware, side by side, AI against size,
+and the traffic partition.
+
+Every function takes results (or sweep points) and a machine, draws on ``ax``
+(or a new figure) and returns the figure; nothing calls ``plt.show()``. The
+axes carry units, every roof and ceiling is labelled on its line, and the
+legend names each level's trajectory, so a figure reads without a manual.
+
+Where the dots sit. A run's predicted performance is the hierarchical bound
+``min(peak, min over levels of AI_level x bandwidth_level)`` (DESIGN.md). In
+the hierarchical roofline a run is one horizontal line of dots at that
+performance, one dot per level at that level's AI: as the problem grows and
+a level stops holding the data, that level's dot moves left. In the
+cache-aware roofline (CARM) a run is one dot at the L1 AI, at the same
+predicted performance; as the problem grows the dot drops at constant AI,
+from under one bandwidth roof to under the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a window
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from hroof.cachesim import SimResult
+from hroof.roofline.machine import Machine
+from hroof.roofline.sweep import SweepPoint, Wall
+
+#: One colour per level, L1 first, memory last (colour-blind-safe Okabe-Ito).
+COLOURS = ["#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
+PART_COLOURS = {
+    "compulsory": "#56B4E9",
+    "write_allocate": "#E69F00",
+    "capacity": "#D55E00",
+    "conflict": "#CC79A7",
+}
+
+
+def _levels(machine: Machine) -> list[tuple[str, float]]:
+    machine.require("a roofline plot")
+    return [(name, bw) for name, bw in machine.all_bandwidths()]
+
+
+def _colour(i: int, n: int) -> str:
+    return COLOURS[-1] if i == n - 1 else COLOURS[i % (len(COLOURS) - 1)]
+
+
+def level_ais(result: SimResult) -> list[tuple[str, float | None]]:
+    """(name, FLOP/byte) of every cache level and of memory."""
+    return [(lv.name, lv.ai) for lv in result.levels] + [(result.memory.name, result.memory.ai)]
+
+
+def bound(result: SimResult, machine: Machine) -> tuple[float, str]:
+    """The hierarchical bound (GFLOP/s) and the level that binds (or ``"compute"``)."""
+    best, binding = machine.peak, "compute"
+    for (name, ai), (_, bw) in zip(level_ais(result), machine.all_bandwidths(), strict=True):
+        if ai is not None and bw is not None and ai * bw < best:
+            best, binding = ai * bw, name
+    return best, binding
+
+
+def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
+    """Bandwidth roofs (diagonals up to the peak), the peak and the ceilings, labelled."""
+    levels = _levels(machine)
+    x = np.geomspace(*xlim, 200)
+    for i, (name, bw) in enumerate(levels):
+        y = np.minimum(bw * x, machine.peak)
+        ax.plot(x, y, color=_colour(i, len(levels)), lw=1.6, label=f"_{name} roof")
+        xl = xlim[0] * 1.6
+        ax.text(xl, bw * xl * 1.12, f"{name} {bw:g} GB/s", color=_colour(i, len(levels)),
+                fontsize=8, rotation=0, ha="left", va="bottom")  # fmt: skip
+    ax.axhline(machine.peak, color="black", lw=1.8)
+    ax.text(xlim[1] / 1.1, machine.peak * 1.05, f"peak {machine.peak:g} GFLOP/s",
+            ha="right", va="bottom", fontsize=8)  # fmt: skip
+    for c in machine.ceilings:
+        ax.axhline(c.value, color="grey", lw=1.0, ls="--")
+        ax.text(xlim[1] / 1.1, c.value * 1.05, f"{c.name} {c.value:g} GFLOP/s", ha="right",
+                va="bottom", fontsize=7, color="dimgrey")  # fmt: skip
+
+
+def _axes(ax, title: str):
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 5), layout="constrained")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("performance (GFLOP/s)")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax.figure, ax
+
+
+def _xlim(ais: list[float], machine: Machine) -> tuple[float, float]:
+    ridge = [machine.peak / bw for _, bw in _levels(machine)]
+    vals = [a for a in ais if a] + ridge
+    return min(vals) / 4, max(vals) * 4
+
+
+def _label(point: SweepPoint | SimResult, param: str | None) -> str:
+    if isinstance(point, SweepPoint) and param:
+        return f"{param}={point.params[param]}"
+    return ""
+
+
+def plot_hierarchical(
+    points: Sequence[SweepPoint | SimResult], machine: Machine, *, param: str | None = None,
+    ax=None, title: str = "Hierarchical roofline",
+):  # fmt: skip
+    """One horizontal line of dots per run (a dot per level at its AI, at the run's bound);
+    over a sweep, each level's dots joined as a trajectory labelled with the level."""
+    results = [p.result if isinstance(p, SweepPoint) else p for p in points]
+    fig, ax = _axes(ax, title)
+    ais = [ai for r in results for _, ai in level_ais(r) if ai]
+    xlim = _xlim(ais, machine)
+    _draw_roofs(ax, machine, xlim)
+    names = [n for n, _ in machine.all_bandwidths()]
+    track = {n: ([], []) for n in names}
+    for p, r in zip(points, results, strict=True):
+        perf, _ = bound(r, machine)
+        row = [(n, ai) for n, ai in level_ais(r) if ai]
+        ax.plot([ai for _, ai in row], [perf] * len(row), color="lightgrey", lw=0.8, zorder=2)
+        for n, ai in row:
+            track[n][0].append(ai)
+            track[n][1].append(perf)
+        if param:
+            ax.annotate(_label(p, param), (max(ai for _, ai in row), perf), fontsize=7,
+                        xytext=(4, 0), textcoords="offset points", va="center")  # fmt: skip
+    for i, n in enumerate(names):
+        xs, ys = track[n]
+        if xs:
+            ax.plot(xs, ys, "o-" if len(xs) > 1 else "o", color=_colour(i, len(names)),
+                    ms=6, lw=1.0, label=f"{n} AI", zorder=3)  # fmt: skip
+    ax.set_xlim(*xlim)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def plot_carm(
+    points: Sequence[SweepPoint | SimResult], machine: Machine, *, param: str | None = None,
+    ax=None, title: str = "Cache-aware roofline",
+):  # fmt: skip
+    """One dot per run at its L1 AI (the CARM's single AI), at the run's predicted
+    performance (the hierarchical bound): over a sweep the dots drop at constant AI from
+    under one bandwidth roof to under the next, as the binding level moves down."""
+    results = [p.result if isinstance(p, SweepPoint) else p for p in points]
+    fig, ax = _axes(ax, title)
+    ais = [r.levels[0].ai for r in results if r.levels[0].ai]
+    xlim = _xlim(ais, machine)
+    _draw_roofs(ax, machine, xlim)
+    xs, ys = [], []
+    for p, r in zip(points, results, strict=True):
+        perf, binding = bound(r, machine)
+        xs.append(r.levels[0].ai)
+        ys.append(perf)
+        if param:
+            ax.annotate(f"{_label(p, param)} ({binding})", (xs[-1], perf), fontsize=7,
+                        xytext=(5, 0), textcoords="offset points", va="center")  # fmt: skip
+    ax.plot(xs, ys, "s", color="black", ms=6, label="run (L1 AI)", zorder=3)
+    ax.set_xlim(*xlim)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def plot_side_by_side(points: Sequence[SweepPoint], machine: Machine, *, param: str | None = None):
+    """The teaching figure: hierarchical (dots move left) and cache-aware (dots drop)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained", sharey=True)
+    plot_hierarchical(points, machine, param=param, ax=a,
+                      title="Hierarchical: each level's AI moves left as size grows")  # fmt: skip
+    plot_carm(points, machine, param=param, ax=b,
+              title="Cache-aware: one AI, the bound drops as size grows")  # fmt: skip
+    return fig
+
+
+def plot_ai_vs_size(
+    points: Sequence[SweepPoint], param: str, *, walls: Sequence[Wall] = (), ax=None
+):
+    """Each level's AI (FLOP/byte) against the swept parameter, with the walls found
+    marked between the sizes where they fall, annotated with the level's capacity."""
+    pts = sorted(points, key=lambda p: p.params[param])
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    fig = ax.figure
+    names = [n for n, _ in level_ais(pts[0].result)]
+    x = [p.params[param] for p in pts]
+    for i, n in enumerate(names):
+        y = [dict(level_ais(p.result))[n] for p in pts]
+        ax.plot(x, [v if v else np.nan for v in y], "o-", color=_colour(i, len(names)), label=n)
+    for w in walls:
+        mid = (w.before * w.after) ** 0.5
+        ax.axvline(mid, color="grey", ls=":", lw=1)
+        cap = f"{w.capacity / 1024:g} KiB" if w.capacity else "?"
+        ax.annotate(f"{w.level} wall\n({cap})", (mid, 1), xycoords=("data", "axes fraction"),
+                    xytext=(0, -4), textcoords="offset points", ha="center", va="top",
+                    fontsize=7)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(param)
+    ax.set_ylabel("arithmetic intensity (FLOP/byte)")
+    ax.set_title("AI of each level against problem size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_traffic(points: Sequence[SweepPoint], param: str, *, ax=None):
+    """Stacked bars of the traffic below each level per size: compulsory, write-allocate,
+    capacity, conflict (bytes per flop), one group of bars per size."""
+    pts = sorted(points, key=lambda p: p.params[param])
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    fig = ax.figure
+    nlev = len(pts[0].result.levels)
+    width = 0.8 / nlev
+    for li in range(nlev):
+        bottoms = np.zeros(len(pts))
+        for part, colour in PART_COLOURS.items():
+            vals = []
+            for p in pts:
+                lv = p.result.levels[li]
+                tb = lv.traffic_below
+                vals.append(tb[part] / p.result.flops if tb and p.result.flops else 0.0)
+            xs = np.arange(len(pts)) + (li - (nlev - 1) / 2) * width
+            label = part.replace("_", "-") if li == 0 else None
+            ax.bar(xs, vals, width * 0.95, bottom=bottoms, color=colour, label=label,
+                   edgecolor="white", lw=0.3)  # fmt: skip
+            bottoms += np.array(vals)
+        for j, b in enumerate(bottoms):
+            ax.text(j + (li - (nlev - 1) / 2) * width, b, pts[0].result.levels[li].name,
+                    ha="center", va="bottom", fontsize=6)  # fmt: skip
+    ax.set_xticks(np.arange(len(pts)), [str(p.params[param]) for p in pts])
+    ax.set_xlabel(param)
+    ax.set_ylabel("bytes to the level below per flop")
+    ax.set_title("Traffic below each level, by cause")
+    ax.legend(fontsize=8)
+    return fig
