@@ -169,7 +169,11 @@ class Progress:
             count = f"{self.done:>{len(total)},}/{total}"
         else:
             count = f"{self.done:,}"
-        parts = [f"{count} {self.unit}", f"{rate / 1e6:.2f} M {self.unit}/s"]
+        if self.unit == "accesses":
+            speed = f"{rate / 1e6:.2f} M {self.unit}/s"
+        else:  # a few points of a sweep a second
+            speed = f"{rate:.3g} {self.unit}/s"
+        parts = [f"{count} {self.unit}", speed]
         if final:
             parts.append(f"in {format_duration(elapsed)}")
         elif self.total and self.done:
