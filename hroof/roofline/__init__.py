@@ -1,6 +1,34 @@
 """Roofline models: machines with bandwidths and peaks, arithmetic intensity per level,
-bounds, the cache-aware view and locality walls."""
+bounds, the cache-aware view, locality walls, layer conditions, sweeps and plots."""
 
+from hroof.roofline.analysis import (
+    REGIONS,
+    CarmLevel,
+    CarmView,
+    LevelRoof,
+    LocalityWalls,
+    Roofline,
+    region,
+    roofline,
+)
+from hroof.roofline.layers import STENCILS, LayerCondition, cube_limit, stencil_layer_conditions
 from hroof.roofline.machine import Ceiling, Machine, load_machine, machine_from_dict
 
-__all__ = ["Ceiling", "Machine", "load_machine", "machine_from_dict"]
+__all__ = [
+    "REGIONS",
+    "STENCILS",
+    "CarmLevel",
+    "CarmView",
+    "Ceiling",
+    "LayerCondition",
+    "LevelRoof",
+    "LocalityWalls",
+    "Machine",
+    "Roofline",
+    "cube_limit",
+    "load_machine",
+    "machine_from_dict",
+    "region",
+    "roofline",
+    "stencil_layer_conditions",
+]

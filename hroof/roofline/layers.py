@@ -1,0 +1,373 @@
+"""Analytic layer conditions of the Jacobi stencils (kerncraft-style).
+
+The simulator measures the bytes a stencil moves between two cache levels;
+this module predicts them with pencil and paper, so each checks the other
+(STYLE.md: "analytic layer conditions and simulation behind one interface").
+
+Derivation (3D 7-point stencil, ``stencil7``)
+---------------------------------------------
+Per interior point ``c`` the kernel loads ``old`` at the element offsets
+``-kS, -jS, -1, 0, +1, +jS, +kS`` and stores ``new[c]`` (see
+:mod:`hroof.traces.stencils` for ``jS`` and ``kS``). An element ``x`` of ``old``
+is used five times: as the top neighbour (at point ``x - kS``), as the
+``+jS`` neighbour (at ``x - jS``), as centre and ``i`` neighbours (at
+``x - 1 .. x + 1``), as the ``-jS`` neighbour and as the bottom neighbour
+(at ``x + kS``). Each reuse hits if, in an LRU cache, fewer distinct bytes
+than the capacity were touched since the previous use.
+
+Following Hammer et al., "Kerncraft: A tool for analytic performance modeling
+of loop kernels" (2017), and Stengel et al., "Quantifying performance
+bottlenecks of stencil computations using the ECM model" (ICS 2015), sort the
+offsets of ``old`` and take the distances ``d`` between neighbours
+(``1, 1, jS-1, jS-1, kS-jS, kS-jS``). To keep every reuse of distance
+``<= t``, the cache must hold
+
+    ``sum(d for d <= t) + t * (#(d > t) + 1 + 1)``   elements,
+
+the ``+ 1 + 1`` being the open-ended tails of ``old`` and of ``new`` (each
+array's last access in the window). Each distance ``> t`` is a reuse that
+misses, so ``old`` is read ``1 + #(d > t)`` times from the level below. That
+gives the three walls of the stencil (elements of 8 bytes for doubles):
+
+==========================  =====================================  =============  ==========
+condition                   cache requirement (elements)           ``old`` reads  bytes/point
+==========================  =====================================  =============  ==========
+3D ("k-layers") holds       ``4*kS - 2*jS`` ~ 3 planes old + 1 new  1              24
+only 2D ("j-layers") holds  ``6*jS - 4`` ~ 5 rows old + 1 row new   3              40
+none                        (the ``i`` neighbours share lines)     5              56
+==========================  =====================================  =============  ==========
+
+The bytes per point are ``8 * reads`` of ``old`` plus 8 (read for ownership of
+``new``, at a write-allocate level) plus 8 (write-back of ``new``): 24, 40, 56
+(16, 32, 48 at a level that does not write-allocate). The requirement is
+exactly the LRU stack distance of the reuse: between the top and the centre use
+of ``x``, the loads touch ``old[x-2kS .. x+kS]`` (three planes; the bottom plane's
+lines are dead but LRU keeps them) and the stores one plane of ``new``. So in a
+fully associative LRU cache the condition is sharp at ``safety = 1``.
+
+For a cubic grid of ``n`` interior points, ``jS = n + 2`` and ``kS = (n + 2)**2``
+(without padding), so with ``B = safety * C / 8`` elements available:
+
+* 3D condition: ``4 (n+2)**2 - 2 (n+2) <= B``, i.e. ``n <= (1 + sqrt(1 + 4 B)) / 4 - 2``
+  (C = 48 KiB, safety 1/2: n <= 25; safety 1: n <= 37);
+* 2D condition: ``6 (n+2) - 4 <= B``, i.e. ``n <= (B + 4) / 6 - 2``
+  (C = 48 KiB, safety 1/2: n <= 510).
+
+:func:`stencil_layer_conditions` solves these (with padding) numerically.
+
+Blocking. With the ``j`` loop blocked by ``bj`` rows, the ``k`` reuse
+distance in execution order is one block-plane, so ``kS`` is replaced by
+``(bj + 1) * jS`` in the 3D condition (the requirement becomes
+``(4 bj + 2) jS``: ``bj + 2`` rows of the centre plane, ``bj`` of each other
+plane of ``old``, ``bj`` of ``new``), independent of ``ny``. Blocking ``k`` by
+``bk`` does not change the conditions; it only re-reads the two halo planes of
+every block.
+
+Safety factor. ``safety`` scales the capacity. The default, 1/2, is the rule
+of thumb of kerncraft's LC predictor and of the ECM papers: real caches are
+not fully associative LRU and hold other data, so the condition is only
+trusted with half of the cache. With ``safety = 1`` the rule is the exact LRU
+one that the simulator follows (up to set conflicts and a few lines).
+
+Halo and padding. The bulk figures (24/40/56) are per point of an infinite
+grid; :class:`LayerCondition` also gives ``predicted_bytes_per_point`` for the
+given grid: rows are contiguous, so each read of a row of ``old`` and each
+write of a row of ``new`` moves ``jS / nx`` times the interior bytes, and the
+halo rows and planes of ``old`` add ``2/bj + 2/bk`` of a read when the 3D
+condition holds, ``2/bj`` of one of the three reads when only the 2D one does.
+
+``stencil5`` (2D) and ``stencil27`` follow from the same rule: stencil5 has one
+condition (``4 jS - 2``: 24 B/point, else ``old`` read 3 times: 40 B/point);
+stencil27 has the 3D one (``old`` read once, 24 B/point) and the 2D one
+(``old`` read once per plane: 40 B/point), else ``old`` is read once per row
+of the 3 x 3: 88 B/point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from hroof.cachesim.config import HierarchyConfig
+from hroof.errors import HroofError
+from hroof.traces.kernels import DTYPES
+
+#: The stencils with layer conditions here.
+STENCILS = ("stencil5", "stencil7", "stencil27")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One layer condition of a stencil on a given grid.
+
+    Attributes
+    ----------
+    name : str
+        ``"3D"`` (k-layers), ``"2D"`` (j-layers) or ``"none"``.
+    requirement : int or None
+        Bytes the cache must hold (before the safety factor); None for ``"none"``.
+    reads : int
+        How many times each element of ``old`` is read from the level below.
+    """
+
+    name: str
+    requirement: int | None
+    reads: int
+
+
+@dataclass(frozen=True)
+class LayerCondition:
+    """The layer condition that holds at one cache level.
+
+    Attributes
+    ----------
+    level : str
+        Cache level name.
+    below : str
+        The level (or memory) the predicted bytes go to.
+    capacity : int
+        The level's size, bytes.
+    budget : float
+        ``safety * capacity``, bytes.
+    holds : str
+        The strongest condition that holds: ``"3D"``, ``"2D"`` or ``"none"``.
+    requirements : dict
+        Condition name -> bytes it needs (``"none"`` needs nothing).
+    bytes_per_point : int
+        Bulk prediction (infinite grid) of the bytes per interior point moved
+        to ``below``: 24, 40, 56 for stencil7 at a write-allocate level.
+    predicted_bytes_per_point : float
+        The same with the grid's halo and row padding counted.
+    max_n : dict
+        Condition name -> largest cubic ``n`` (square for stencil5) for which
+        it still holds at this level with the given padding and blocking
+        (0: not even n = 1; None: always holds).
+    """
+
+    level: str
+    below: str
+    capacity: int
+    budget: float
+    holds: str
+    requirements: dict[str, int | None]
+    bytes_per_point: int
+    predicted_bytes_per_point: float
+    max_n: dict[str, int | None]
+
+    def to_dict(self) -> dict:
+        return {
+            "level": self.level,
+            "below": self.below,
+            "capacity": self.capacity,
+            "budget": self.budget,
+            "holds": self.holds,
+            "requirements": dict(self.requirements),
+            "bytes_per_point": self.bytes_per_point,
+            "predicted_bytes_per_point": self.predicted_bytes_per_point,
+            "max_n": dict(self.max_n),
+        }
+
+
+def _requirement(distances: list[int], t: int) -> int:
+    """Elements to hold so every reuse of distance <= t hits (kerncraft's LC rule)."""
+    within = sum(d for d in distances if d <= t)
+    beyond = sum(1 for d in distances if d > t)
+    return within + t * (beyond + 2)
+
+
+def _geometry(kernel: str, p: dict) -> dict:
+    """Normalised grid parameters (elements), validated."""
+    if kernel not in STENCILS:
+        raise HroofError(f"layer conditions exist for {', '.join(STENCILS)}, not {kernel!r}")
+    known = {"n", "nx", "ny", "nz", "pad_row", "pad_plane", "bj", "bk", "dtype", "sweeps"}
+    known |= {"align", "gap"}
+    for key in p:
+        if key not in known:
+            raise HroofError(f"unknown {kernel} parameter {key!r}; known: {sorted(known)}")
+    dtype = p.get("dtype", "float64")
+    if dtype not in DTYPES:
+        raise HroofError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    n = p.get("n", 64)
+    g = {
+        "elem": DTYPES[dtype],
+        "nx": p.get("nx") or n,
+        "ny": p.get("ny") or n,
+        "nz": (p.get("nz") or n) if kernel != "stencil5" else 1,
+        "pad_row": p.get("pad_row", 0),
+        "pad_plane": p.get("pad_plane", 0) if kernel != "stencil5" else 0,
+        "bj": p.get("bj", 0) if kernel == "stencil7" else 0,
+        "bk": p.get("bk", 0) if kernel == "stencil7" else 0,
+    }
+    for key, value in g.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise HroofError(f"{kernel} parameter {key} must be a whole number >= 0, got {value!r}")
+    for key in ("nx", "ny", "nz"):
+        if g[key] < 1:
+            raise HroofError(f"{kernel} parameter {key} must be at least 1, got {g[key]}")
+    if g["bj"] > g["ny"] or g["bk"] > g["nz"]:
+        raise HroofError(
+            f"{kernel} blocking bj={g['bj']}, bk={g['bk']} must be at most ny={g['ny']}, "
+            f"nz={g['nz']} (or 0)"
+        )
+    return g
+
+
+def _conditions(kernel: str, g: dict) -> list[Condition]:
+    """The conditions of ``kernel`` on grid ``g``, strongest (largest) first."""
+    elem = g["elem"]
+    js = g["nx"] + 2 + g["pad_row"]
+    ks = js * (g["ny"] + 2) + g["pad_plane"]
+    if kernel == "stencil7" and 0 < g["bj"] < g["ny"]:
+        ks = (g["bj"] + 1) * js  # the k reuse distance in blocked execution order
+    if kernel == "stencil5":
+        offs = [-js, -1, 0, 1, js]
+    elif kernel == "stencil7":
+        offs = [-ks, -js, -1, 0, 1, js, ks]
+    else:
+        offs = sorted(dk * ks + dj * js + di for dk in (-1, 0, 1) for dj in (-1, 0, 1)
+                      for di in (-1, 0, 1))  # fmt: skip
+    dist = [b - a for a, b in itertools.pairwise(offs)]
+
+    def reads(t: int) -> int:
+        # Reuses within a row (i +- 1) share lines: never count them as misses.
+        return 1 + sum(1 for d in dist if d > t and d > 2)
+
+    out = []
+    if kernel != "stencil5":
+        t = ks - js if kernel == "stencil7" else max(dist)
+        out.append(Condition("3D", _requirement(dist, t) * elem, reads(t)))
+    t2 = js - 1 if kernel != "stencil27" else js - 2  # the row-to-row reuse distance
+    out.append(Condition("2D", _requirement(dist, t2) * elem, reads(t2)))
+    out.append(Condition("none", None, reads(2)))
+    return out
+
+
+def _predicted(kernel: str, g: dict, reads: int, write_allocate: bool) -> float:
+    """Bytes per interior point with halo and padding counted (see the module notes)."""
+    elem = g["elem"]
+    row = (g["nx"] + 2 + g["pad_row"]) / g["nx"]
+    bj = g["bj"] or g["ny"]
+    bk = g["bk"] or g["nz"]
+    if reads == 1:
+        halo = 2 / bj + (2 / bk if kernel != "stencil5" else 0.0)
+        if kernel == "stencil27":
+            halo = (1 + 2 / bj) * (1 + 2 / bk) - 1
+        old = 1 + halo
+    elif kernel == "stencil5" or (kernel == "stencil27" and reads == 9):
+        old = reads
+    else:  # the centre plane's read (stencil27: each plane's read) carries the bj + 2 rows
+        per_plane_halo = 2 / bj
+        old = reads + (per_plane_halo if kernel == "stencil7" else 3 * per_plane_halo)
+    new = 2 if write_allocate else 1
+    return elem * row * (old + new)
+
+
+def _max_n(kernel: str, g: dict, name: str, budget: float) -> int | None:
+    """Largest cubic (square) n for which condition ``name`` holds within ``budget`` bytes."""
+    if name == "none":
+        return None
+
+    def need(n: int) -> int:
+        h = dict(g, nx=n, ny=n, nz=n if kernel != "stencil5" else 1)
+        if h["bj"] > n:
+            h["bj"] = 0
+        if h["bk"] > n:
+            h["bk"] = 0
+        cond = {c.name: c for c in _conditions(kernel, h)}[name]
+        return cond.requirement
+
+    if need(1) > budget:
+        return 0
+    lo, hi = 1, 2
+    while need(hi) <= budget:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 40:  # pragma: no cover (blocking makes the 3D condition n-free)
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid)
+    return lo
+
+
+def stencil_layer_conditions(
+    params: dict,
+    hierarchy: HierarchyConfig,
+    *,
+    kernel: str = "stencil7",
+    safety: float = 0.5,
+) -> list[LayerCondition]:
+    """Which layer condition holds at each cache level, and the bytes it predicts.
+
+    Parameters
+    ----------
+    params : dict
+        The kernel's parameters as :func:`hroof.traces.plan_kernel` takes them
+        (``n`` or ``nx, ny, nz``, ``pad_row``, ``pad_plane``, ``bj``, ``bk``,
+        ``dtype``).
+    hierarchy : HierarchyConfig
+        The cache levels (a :class:`~hroof.roofline.Machine`'s ``hierarchy``).
+    kernel : str
+        ``"stencil7"`` (default), ``"stencil5"`` or ``"stencil27"``.
+    safety : float
+        Fraction of each capacity the condition may use, in (0, 1]. Default 1/2
+        (kerncraft's rule of thumb); 1 is the exact fully-associative LRU rule.
+
+    Returns
+    -------
+    list of LayerCondition
+        One per cache level, L1 first; the bytes are those moved to the level
+        below, one sweep, per interior point.
+
+    >>> from hroof.cachesim import hierarchy
+    >>> h = hierarchy({"name": "L1", "size": "48 KiB", "ways": 12})
+    >>> lc = stencil_layer_conditions({"n": 200}, h)[0]
+    >>> lc.holds, lc.bytes_per_point, lc.max_n["3D"], lc.max_n["2D"]
+    ('2D', 40, 25, 510)
+    """
+    if not isinstance(hierarchy, HierarchyConfig):
+        raise HroofError(f"hierarchy must be a HierarchyConfig, got {type(hierarchy).__name__}")
+    if isinstance(safety, bool) or not isinstance(safety, (int, float)) or not 0 < safety <= 1:
+        raise HroofError(f"safety must be a fraction of the capacity in (0, 1], got {safety!r}")
+    g = _geometry(kernel, dict(params))
+    conds = _conditions(kernel, g)
+    names = [lv.name for lv in hierarchy.levels] + [hierarchy.memory_name]
+    out = []
+    for i, lv in enumerate(hierarchy.levels):
+        budget = safety * lv.size
+        holds = next(c for c in conds if c.requirement is None or c.requirement <= budget)
+        new = 2 if lv.write_allocate else 1
+        out.append(
+            LayerCondition(
+                level=lv.name,
+                below=names[i + 1],
+                capacity=lv.size,
+                budget=budget,
+                holds=holds.name,
+                requirements={c.name: c.requirement for c in conds},
+                bytes_per_point=g["elem"] * (holds.reads + new),
+                predicted_bytes_per_point=_predicted(kernel, g, holds.reads, lv.write_allocate),
+                max_n={c.name: _max_n(kernel, g, c.name, budget) for c in conds},
+            )
+        )
+    return out
+
+
+def cube_limit(condition: str, capacity: int, *, kernel: str = "stencil7", safety: float = 0.5,
+               elem: int = 8) -> int:  # fmt: skip
+    """Closed form of the largest unpadded cubic ``n`` for a condition (see the notes).
+
+    >>> cube_limit("3D", 48 * 1024), cube_limit("2D", 48 * 1024)
+    (25, 510)
+    """
+    b = safety * capacity / elem
+    if kernel != "stencil7":
+        raise HroofError(f"the closed form is written out for stencil7 only, not {kernel!r}")
+    if condition == "3D":
+        return max(0, math.floor((1 + math.sqrt(1 + 4 * b)) / 4 - 2))
+    if condition == "2D":
+        return max(0, math.floor((b + 4) / 6 - 2))
+    raise HroofError(f"condition must be '3D' or '2D', got {condition!r}")
+
+
+__all__ = ["STENCILS", "LayerCondition", "cube_limit", "stencil_layer_conditions"]
