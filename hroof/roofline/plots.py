@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from hroof.cachesim import SimResult
+from hroof.roofline.analysis import roofline
 from hroof.roofline.machine import Machine
 from hroof.roofline.sweep import SweepPoint, Wall
 
@@ -57,11 +58,8 @@ def level_ais(result: SimResult) -> list[tuple[str, float | None]]:
 
 def bound(result: SimResult, machine: Machine) -> tuple[float, str]:
     """The hierarchical bound (GFLOP/s) and the level that binds (or ``"compute"``)."""
-    best, binding = machine.peak, "compute"
-    for (name, ai), (_, bw) in zip(level_ais(result), machine.all_bandwidths(), strict=True):
-        if ai is not None and bw is not None and ai * bw < best:
-            best, binding = ai * bw, name
-    return best, binding
+    r = roofline(result, machine)
+    return r.bound, r.binding
 
 
 def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
