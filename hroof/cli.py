@@ -315,19 +315,42 @@ def format_result(
     return "\n".join(out)
 
 
-def format_machine(machine: HierarchyConfig) -> str:
-    """Render a machine's cache levels as a table (sizes in bytes, bandwidths in GB/s).
+def format_machine(machine: hroof.roofline.Machine | HierarchyConfig) -> str:
+    """Render a machine: its figures, then a table of its levels and memory.
 
-    The bandwidth column appears only when some level gives one.
+    Sizes are in bytes, bandwidths in GB/s as seen by the core, the compute peak and
+    ceilings in GFLOP/s, and each level's ridge point (peak / bandwidth) in FLOP/byte.
+    A figure the machine file does not give is shown as "unknown" (ridge points as
+    "-"). A bare :class:`HierarchyConfig` is shown with its levels' bandwidths only.
     """
-    head = _header_block(
-        [
-            ("machine", machine.name),
-            ("file", machine.source or "-"),
-            ("memory", machine.memory_name),
-        ],
-        REPORT_WIDTH,
-    )
+    from hroof.roofline import Machine as _Machine
+
+    if not isinstance(machine, _Machine):
+        machine = _Machine(
+            name=machine.name,
+            hierarchy=machine,
+            bandwidths=tuple(lv.bandwidth for lv in machine.levels),
+            source=machine.source,
+        )
+
+    def gbs(bw: float | None) -> str:
+        return "unknown" if bw is None else f"{bw:g} GB/s"
+
+    peak = "unknown" if machine.peak is None else f"{machine.peak:g} GFLOP/s"
+    if machine.ceilings:
+        ceilings = ", ".join(f"{c.name} {c.value:g}" for c in machine.ceilings) + " GFLOP/s"
+    else:
+        ceilings = "none given"
+    items = [
+        ("machine", machine.name),
+        ("file", machine.source or "-"),
+        ("peak", peak),
+        ("ceilings", ceilings),
+        ("memory", f"{machine.memory_name}, {gbs(machine.memory_bandwidth)}"),
+    ]
+    if machine.missing():
+        items.append(("unknown", ", ".join(machine.missing())))
+    head = _header_block(items, REPORT_WIDTH)
     cols = [
         _Col("level", "<", 0),
         _Col("size"),
@@ -336,24 +359,27 @@ def format_machine(machine: HierarchyConfig) -> str:
         _Col("line"),
         _Col("sets"),
         _Col("write-\nallocate", "<"),
+        _Col("bandwidth"),
+        _Col("ridge\nFLOP/B"),
     ]
-    bandwidths = any(lv.bandwidth is not None for lv in machine.levels)
-    if bandwidths:
-        cols.append(_Col("bandwidth"))
     rows = []
-    for lv in machine.levels:
-        row = [
-            lv.name,
-            _size_text(lv.size),
-            _int(lv.size),
-            str(lv.ways),
-            f"{lv.line} B",
-            _int(lv.sets),
-            "yes" if lv.write_allocate else "no",
-        ]
-        if bandwidths:
-            row.append("-" if lv.bandwidth is None else f"{lv.bandwidth:g} GB/s")
-        rows.append(row)
+    for lv, bw in zip(machine.hierarchy.levels, machine.bandwidths, strict=True):
+        rows.append(
+            [
+                lv.name,
+                _size_text(lv.size),
+                _int(lv.size),
+                str(lv.ways),
+                f"{lv.line} B",
+                _int(lv.sets),
+                "yes" if lv.write_allocate else "no",
+                gbs(bw),
+                _ai(machine.ridge_point(lv.name)),
+            ]
+        )
+    mem = machine.memory_name
+    mem_row = [mem, *["-"] * 6, gbs(machine.memory_bandwidth), _ai(machine.ridge_point(mem))]
+    rows.append(mem_row)
     return "\n".join([*head, "", *_table(cols, rows)])
 
 
@@ -593,10 +619,176 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_machine_show(args: argparse.Namespace) -> int:
-    """``hroof machine show NAME|FILE``: a machine's cache levels."""
-    _emit(format_machine(_load_machine(args.machine)))
+def _varying(points) -> list[str]:
+    """The parameters whose value differs between sweep points."""
+    if not points:
+        return []
+    keys = list(points[0].params)
+    return [k for k in keys if len({repr(p.params[k]) for p in points}) > 1]
+
+
+def format_sweep(points, machine, walls) -> str:
+    """The sweep as a table: one row per point, each level's AI, the bound and what binds."""
+    from hroof.roofline.plots import bound
+
+    vary = _varying(points) or list(points[0].params)[:1]
+    known = not machine.missing()
+    cols = [_Col(k) for k in vary] + [_Col("footprint")]
+    names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
+    cols += [_Col(f"{n} AI\nFLOP/B") for n in names]
+    if known:
+        cols += [_Col("bound\nGFLOP/s"), _Col("binds", "<")]
+    rows = []
+    for p in points:
+        r = p.result
+        row = [str(p.params[k]) for k in vary] + [format_bytes(p.footprint)]
+        row += [_ai(lv.ai) for lv in r.levels] + [_ai(r.memory.ai)]
+        if known:
+            perf, binding = bound(r, machine)
+            row += [f"{perf:.3g}", binding]
+        rows.append(row)
+    lines = [
+        f"kernel    {points[0].result.source.get('kernel')}  ({len(points)} points)",
+        f"machine   {machine.name}",
+        f"          {machine.hierarchy.describe()}",
+        "",
+    ]
+    lines += _table(cols, rows)
+    if not known:
+        lines.append(
+            f"(no bounds: the machine has no {', '.join(machine.missing())}; "
+            "see 'hroof machine show')"
+        )
+    if walls:
+        lines += ["", "Locality walls (where a level's traffic per flop jumps):"]
+        for w in walls:
+            lines.append(
+                f"  {w.level} ({format_bytes(w.capacity)}): between {w.param}={w.before} "
+                f"(footprint {format_bytes(w.footprint_before)}) and {w.param}={w.after} "
+                f"(footprint {format_bytes(w.footprint_after)}): "
+                f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g} bytes/flop below"
+            )
+    return "\n".join(lines)
+
+
+def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
+    """results.json, results.csv and the figures (PNG and SVG) in ``out``."""
+    import csv
+    import io
+    import json
+
+    from hroof.roofline import plots
+
+    doc = {
+        "schema": "hroof.sweep/1",
+        "machine": machine.name,
+        "points": [p.to_dict() for p in points],
+        "walls": [w.to_dict() for w in walls],
+    }
+    written = []
+    _write_atomic(out / "results.json", json.dumps(doc, indent=1) + "\n")
+    written.append(out / "results.json")
+    buf = io.StringIO()
+    names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
+    w = csv.writer(buf)
+    w.writerow([*points[0].params, "footprint_bytes", "flops",
+                *(f"{n}_bytes" for n in names), *(f"{n}_ai" for n in names)])  # fmt: skip
+    for p in points:
+        r = p.result
+        w.writerow([*p.params.values(), p.footprint, r.flops,
+                    *(lv.bytes for lv in r.levels), r.memory.bytes,
+                    *(lv.ai for lv in r.levels), r.memory.ai])  # fmt: skip
+    _write_atomic(out / "results.csv", buf.getvalue())
+    written.append(out / "results.csv")
+    figures = {}
+    param = vary[0] if len(vary) == 1 else None
+    if not machine.missing():
+        figures["roofline"] = plots.plot_side_by_side(points, machine, param=param)
+    if param is not None and isinstance(points[0].params[param], int):
+        figures["ai_vs_size"] = plots.plot_ai_vs_size(points, param, walls=walls)
+        if points[0].result.classified:
+            figures["traffic"] = plots.plot_traffic(points, param)
+    for name, fig in figures.items():
+        for ext in ("png", "svg"):
+            path = out / f"{name}.{ext}"
+            tmp = out / f".{name}.partial.{ext}"
+            fig.savefig(tmp, dpi=110)
+            os.replace(tmp, path)
+            written.append(path)
+    return written
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
+    from hroof.roofline.machine import load_machine
+    from hroof.roofline.sweep import expand_grid, find_walls, run_sweep
+    from hroof.traces import parse_assignments
+
+    grid = expand_grid(args.kernel, parse_assignments(args.params))
+    machine = load_machine(args.machine)
+    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+        points = run_sweep(
+            args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
+            flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
+            progress=bar,
+        )  # fmt: skip
+    vary = _varying(points)
+    walls = []
+    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
+        walls = find_walls(points, vary[0])
+    written = []
+    if args.out is not None:
+        written = _sweep_outputs(Path(args.out), points, machine, walls, vary)
+    if args.json:
+        import json
+
+        _emit(json.dumps({"schema": "hroof.sweep/1", "machine": machine.name,
+                          "points": [p.to_dict() for p in points],
+                          "walls": [w.to_dict() for w in walls]}, indent=1))  # fmt: skip
+    else:
+        text = format_sweep(points, machine, walls)
+        if written:
+            text += "\n\nwrote " + ", ".join(str(p) for p in written)
+        _emit(text)
     return 0
+
+
+def cmd_machine_show(args: argparse.Namespace) -> int:
+    """``hroof machine show NAME|FILE``: a machine's levels, bandwidths, peak and ridge points."""
+    from hroof.roofline import load_machine
+
+    _emit(format_machine(load_machine(args.machine)))
+    return 0
+
+
+def cmd_machine_detect(args: argparse.Namespace) -> int:
+    """``hroof machine detect [--out FILE]``: the host's cache hierarchy as machine TOML.
+
+    The text is parsed back and validated before it is printed or written, so a file
+    that is written always loads with ``load_machine``; ``--out`` writes atomically.
+    """
+    from hroof.roofline.host import host_toml, read_host
+    from hroof.roofline.machine import machine_from_dict
+
+    report = read_host(args.sysfs, args.cpuinfo)
+    text = host_toml(report.machine, report.flags, report.notes)
+    machine_from_dict(_tomllib().loads(text), source="<detected host>")  # must load back
+    if args.out is None:
+        _emit(text)
+        return 0
+    out = Path(args.out)
+    _write_atomic(out, text)
+    levels = ", ".join(f"{lv.name} {_size_text(lv.size)}" for lv in report.machine.hierarchy.levels)
+    _emit(f"wrote {out}: {report.machine.name}: {levels} (bandwidths and peak unknown)")
+    return 0
+
+
+def _tomllib():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
 
 
 def cmd_machine_list(args: argparse.Namespace) -> int:
@@ -666,6 +858,45 @@ def build_parser() -> argparse.ArgumentParser:
         description="List every registered kernel, its parameters, their defaults and units.",
     )
     p.set_defaults(func=cmd_kernels)
+
+    # ---------------------------------------------------------------- sweep
+    p = sub.add_parser(
+        "sweep",
+        help="simulate a kernel over a range of parameter values; find the locality walls",
+        description=(
+            "Simulate a kernel at every combination of the values given (KEY=V1,V2,... or a "
+            "range KEY=16..512:x2, KEY=8..64:+8), on every core, and print each level's "
+            "arithmetic intensity per point, the roofline bound and the level that binds "
+            "(when the machine has bandwidths and a peak), and the locality walls: the "
+            "sizes where a level stops holding the data. Results are cached (see "
+            "docs/roofline.md), so a sweep run again costs nothing."
+        ),
+    )
+    p.add_argument("kernel", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
+    p.add_argument(
+        "params",
+        nargs="+",
+        metavar="KEY=VALUES",
+        help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true)",
+    )
+    p.add_argument("--machine", metavar="NAME|FILE", help=machine_help)
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also write results.json, results.csv and the figures (PNG and SVG) to DIR",
+    )
+    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    p.add_argument("--no-classify", action="store_true", help="do not classify misses")
+    p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
+    p.add_argument(
+        "--workers",
+        type=_positive("number of processes"),
+        metavar="N",
+        help="processes to run points in (default: one per core)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="simulate every point again")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=cmd_sweep)
 
     # ---------------------------------------------------------------- trace
     p = sub.add_parser(
@@ -784,16 +1015,19 @@ def build_parser() -> argparse.ArgumentParser:
     # ---------------------------------------------------------------- machine
     p = sub.add_parser(
         "machine",
-        help="show the bundled machines and their cache levels",
-        description="Inspect machine descriptions (cache levels, TOML files).",
+        help="show, list or detect machines (cache levels, bandwidths, peak)",
+        description="Inspect machine descriptions (cache levels, bandwidths, compute peak; "
+        "TOML files) or detect this host's cache hierarchy.",
     )
     msub = p.add_subparsers(dest="machine_command", metavar="ACTION", title="actions")
     p.set_defaults(func=None, parser=p)
     q = msub.add_parser(
         "show",
-        help="print a machine's cache levels",
-        description="Print a machine's name, source file and cache levels: capacity "
-        "(bytes), ways, line size (bytes), sets, write-allocate and bandwidth (GB/s).",
+        help="print a machine's cache levels, bandwidths, peak and ridge points",
+        description="Print a machine's name, source file, compute peak and ceilings (GFLOP/s) "
+        "and, per cache level and memory: capacity (bytes), ways, line size (bytes), sets, "
+        "write-allocate, bandwidth (GB/s, or unknown) and ridge point (FLOP/byte, the "
+        "arithmetic intensity where that level's bandwidth roof meets the peak).",
     )
     q.add_argument(
         "machine",
@@ -807,6 +1041,32 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the machines bundled with hroof, usable as --machine NAME.",
     )
     q.set_defaults(func=cmd_machine_list)
+    q = msub.add_parser(
+        "detect",
+        help="write this host's cache hierarchy as a machine TOML file",
+        description="Read cpu0's data and unified caches from Linux sysfs and the CPU model "
+        "and flags (avx2, avx512f, fma) from /proc/cpuinfo, and print them as a machine "
+        "TOML file (or write it with --out). Bandwidths and the compute peak cannot be "
+        "read from the system: they are left unknown, as comments, never guessed.",
+    )
+    q.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the TOML to FILE (atomically) instead of printing it",
+    )
+    q.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        default="/sys/devices/system/cpu/cpu0/cache",
+        help="directory of index* cache descriptions (default: %(default)s)",
+    )
+    q.add_argument(
+        "--cpuinfo",
+        metavar="FILE",
+        default="/proc/cpuinfo",
+        help="cpuinfo file for the model name and flags (default: %(default)s)",
+    )
+    q.set_defaults(func=cmd_machine_detect)
 
     # ---------------------------------------------------------------- demo
     p = sub.add_parser(
@@ -859,7 +1119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(None if argv is None else list(argv))
         if args.func is None:
             which = args.parser
-            choices = "show, list" if which is not parser else "simulate, machine, demo"
+            choices = (
+                "show, list, detect"
+                if which is not parser
+                else "kernels, simulate, sweep, trace, machine, demo"
+            )
             which.error(f"missing command; choose one of {choices}")
     except SystemExit as exc:  # --help, --version, usage errors
         code = exc.code

@@ -776,3 +776,54 @@ def test_malformed_mtx_names_file_and_line(capsys, tmp_path):
     path = tmp_path / "bad.mtx"
     path.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 1 2.0\n")
     assert_bad(capsys, ["simulate", "spmv", f"matrix={path}"], "bad.mtx", "line 4")
+
+
+# ----------------------------------------------------------------------------- sweep
+@pytest.fixture
+def sweep_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_sweep_table_walls_and_outputs(capsys, tmp_path, sweep_cache):
+    out_dir = tmp_path / "out"
+    code, out, err = run(
+        capsys, "sweep", "stencil7", "n=8..32:x2", "--machine", "teaching", "--out", out_dir
+    )
+    assert code == 0, err
+    rows = [ln.split() for ln in out.splitlines() if ln[:3].strip() in ("8", "16", "32")]
+    assert [r[0] for r in rows] == ["8", "16", "32"]
+    assert all(r[3] == "0.109" for r in rows)  # L1 AI = 7/64 at every size (r[1:3]: "11.0 KiB")
+    assert all(r[-1] == "DRAM" for r in rows)
+    assert "L1 (4.0 KiB): between n=8" in out
+    for name in ("results.json", "results.csv", "roofline.png", "roofline.svg",
+                 "ai_vs_size.png", "traffic.svg"):  # fmt: skip
+        assert (out_dir / name).is_file(), name
+    doc = json.loads((out_dir / "results.json").read_text())
+    assert doc["schema"] == "hroof.sweep/1" and len(doc["points"]) == 3
+    assert doc["points"][0]["result"]["schema"] == "hroof.result/1"
+    assert [w["level"] for w in doc["walls"]][:1] == ["L1"]
+    csv_rows = (out_dir / "results.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("n,") and len(csv_rows) == 4
+
+
+def test_sweep_json_and_unknown_figures(capsys, sweep_cache):
+    code, out, _ = run(capsys, "sweep", "triad", "n=1000,2000", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [p["params"]["n"] for p in doc["points"]] == [1000, 2000]
+    _, out, _ = run(capsys, "sweep", "triad", "n=1000,2000")  # default machine: no figures
+    assert "no bounds: the machine has no" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["sweep", "stencil7", "size=8,16"], ["no parameter 'size'"]),
+        (["sweep", "stencil7", "n=64..8"], ["backwards"]),
+        (["sweep", "stencil7", "n=0,8"], ["n must be at least 1"]),
+        (["sweep", "stencil7", "n=8", "--machine", "nosuch"], ["unknown machine 'nosuch'"]),
+        (["sweep", "nosuch", "n=8"], ["unknown kernel"]),
+    ],
+)
+def test_sweep_bad_input(capsys, sweep_cache, argv, words):
+    assert_bad(capsys, argv, *words)

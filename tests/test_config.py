@@ -113,7 +113,7 @@ def test_parse_size_names_what_it_parses():
         (1000, "1000 B"),
         (1023, "1023 B"),
         (1024, "1 KiB"),
-        (1536, "1536 B"),
+        (1536, "1.5 KiB"),
         (48 * KiB, "48 KiB"),
         (1025 * KiB, "1025 KiB"),
         (2 * MiB, "2 MiB"),

@@ -76,12 +76,14 @@ def parse_size(value: Any, what: str = "size") -> int:
 def format_size(nbytes: int) -> str:
     """Format a byte count with the largest binary unit that divides it.
 
-    >>> format_size(49152), format_size(2097152), format_size(1000)
-    ('48 KiB', '2 MiB', '1000 B')
+    >>> format_size(49152), format_size(2097152), format_size(1000), format_size(28835840)
+    ('48 KiB', '2 MiB', '1000 B', '27.5 MiB')
     """
     for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if nbytes >= scale and nbytes % scale == 0:
             return f"{nbytes // scale} {unit}"
+        if nbytes >= scale and (4 * nbytes) % scale == 0:  # 27.5 MiB, 1.375 MiB
+            return f"{nbytes / scale:g} {unit}"
     return f"{nbytes} B"
 
 

@@ -11,6 +11,7 @@ from hroof.roofline.analysis import (
     region,
     roofline,
 )
+from hroof.roofline.host import detect_host, host_toml, read_host
 from hroof.roofline.layers import STENCILS, LayerCondition, cube_limit, stencil_layer_conditions
 from hroof.roofline.machine import Ceiling, Machine, load_machine, machine_from_dict
 
@@ -26,8 +27,11 @@ __all__ = [
     "Machine",
     "Roofline",
     "cube_limit",
+    "detect_host",
+    "host_toml",
     "load_machine",
     "machine_from_dict",
+    "read_host",
     "region",
     "roofline",
     "stencil_layer_conditions",
