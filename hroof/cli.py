@@ -834,7 +834,7 @@ examples:
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof simulate --trace t.npz --machine my.toml --json > result.json
   hroof machine list                          names of the bundled machines
-  hroof machine show default                  a machine's cache levels
+  hroof machine show skylake-sp               a machine's cache levels
 
 Bad input exits with status 2 and one line on stderr."""
 

@@ -294,7 +294,7 @@ def test_layer_conditions_validate(three_walls):
     with pytest.raises(HroofError, match="bj"):
         stencil_layer_conditions({"n": 8, "bj": 9}, three_walls)
     with pytest.raises(HroofError, match="HierarchyConfig"):
-        stencil_layer_conditions({"n": 8}, "default")
+        stencil_layer_conditions({"n": 8}, "generic")
     d = stencil_layer_conditions({"n": 8}, three_walls)[0].to_dict()
     assert json.loads(json.dumps(d))["holds"] == "none"
 

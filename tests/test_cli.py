@@ -278,8 +278,8 @@ def test_exact_counts_by_class(capsys, tmp_path, tiny):
 def test_machine_file_and_name(capsys, mixed, two_levels):
     by_path = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels)
     assert by_path["machine"] == "two levels"
-    default = sim_json(capsys, "--trace", mixed["npz"], "--machine", "default")
-    assert default["machine"].startswith("default")
+    default = sim_json(capsys, "--trace", mixed["npz"], "--machine", "generic")
+    assert default["machine"].startswith("generic")
     assert len(default["levels"]) == 3
 
 
@@ -362,7 +362,7 @@ def test_wide_terminal_keeps_classes_in_the_main_table():
     from hroof.cachesim import resolve_machine, simulate
     from hroof.traces import iter_trace
 
-    machine = resolve_machine("default")
+    machine = resolve_machine("generic")
     result = simulate(machine, iter_trace(EXAMPLE_TRACE), flops=EXAMPLE_FLOPS)
     narrow = format_result(result, machine, width=100)
     wide = format_result(result, machine, width=200)
@@ -376,11 +376,11 @@ def test_wide_terminal_keeps_classes_in_the_main_table():
 
 
 # --------------------------------------------------------------------------- machine
-def test_machine_show_default(capsys):
-    code, out, err = run(capsys, "machine", "show", "default")
+def test_machine_show_generic(capsys):
+    code, out, err = run(capsys, "machine", "show", "generic")
     assert code == 0, err
-    assert "default (generic 3-level x86 core)" in out
-    assert "default.toml" in out
+    assert "generic 3-level x86 core" in out
+    assert "generic.toml" in out
     lines = {line.split()[0]: line.split() for line in out.splitlines() if line[:2] in ("L1", "L2")}
     assert lines["L1"][:7] == ["L1", "48", "KiB", "49,152", "12", "64", "B"]
     assert lines["L2"][6:9] == ["B", "2,048", "yes"]
@@ -396,7 +396,7 @@ def test_machine_show_file(capsys, two_levels):
 def test_machine_list(capsys):
     code, out, _ = run(capsys, "machine", "list")
     assert code == 0
-    assert out.splitlines()[0].split()[0] == "default"
+    assert out.splitlines()[0].split()[0] == "generic"
     assert "L1 48 KiB" in out
 
 
@@ -450,8 +450,8 @@ def test_error_missing_machine_file(capsys, mixed, tmp_path):
 
 
 def test_error_unknown_machine_lists_known(capsys, mixed):
-    assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", "defualt"],
-               "unknown machine 'defualt'", "did you mean 'default'", "known: default")  # fmt: skip
+    assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", "generc"],
+               "unknown machine 'generc'", "did you mean 'generic'", "known: generic")  # fmt: skip
 
 
 @pytest.mark.parametrize("fmt", ["dinn", "csv"])
@@ -811,7 +811,7 @@ def test_sweep_json_and_unknown_figures(capsys, sweep_cache):
     assert code == 0
     doc = json.loads(out)
     assert [p["params"]["n"] for p in doc["points"]] == [1000, 2000]
-    _, out, _ = run(capsys, "sweep", "triad", "n=1000,2000")  # default machine: no figures
+    _, out, _ = run(capsys, "sweep", "triad", "n=1000,2000", "--machine", "generic")  # no figures
     assert "no bounds: the machine has no" in out
 
 

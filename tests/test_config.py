@@ -468,9 +468,9 @@ def test_hierarchy_from_dict():
 
 
 def test_resolve_default_machine():
-    assert DEFAULT_MACHINE == "default"
-    assert "default" in bundled_machines()
-    h = resolve_machine("default")
+    assert DEFAULT_MACHINE == "skylake-sp"
+    assert "generic" in bundled_machines()
+    h = resolve_machine("generic")
     got = [(lv.name, lv.size, lv.ways, lv.line) for lv in h.levels]
     assert got == [
         ("L1", 48 * KiB, 12, 64),
@@ -479,16 +479,15 @@ def test_resolve_default_machine():
     ]
     assert [lv.sets for lv in h.levels] == [64, 2048, 32768]
     assert h.memory_name == "DRAM"
-    assert resolve_machine(None) == h
+    assert resolve_machine(None) == resolve_machine("skylake-sp")
+    assert resolve_machine(None).levels[0].size == 32 * KiB
 
 
 def test_resolve_unknown_machine_lists_known():
     known = list(bundled_machines())
-    with raises(
-        "unknown machine 'defualt'", "did you mean 'default'", "known: " + ", ".join(known)
-    ):
-        resolve_machine("defualt")
-    with raises("unknown machine 'skylake'", "default", "path to a machine TOML file"):
+    with raises("unknown machine 'generc'", "did you mean 'generic'", "known: " + ", ".join(known)):
+        resolve_machine("generc")
+    with raises("unknown machine 'skylake'", "generic", "path to a machine TOML file"):
         resolve_machine("skylake")
 
 

@@ -34,7 +34,7 @@ def run(capsys, *argv):
 
 
 # --------------------------------------------------------------------------- presets
-@pytest.mark.parametrize("name", [*PRESETS, "default"])
+@pytest.mark.parametrize("name", [*PRESETS, "generic"])
 def test_every_bundled_machine_loads(name):
     assert name in bundled_machines()
     m = load_machine(name)
@@ -367,7 +367,7 @@ def test_cli_show_unknown_figures(capsys):
     rows = table_rows(out)
     assert rows["L2"][-2:] == ["unknown", "-"]
     assert rows["L1"][-1] == "0.250"
-    code, out, _ = run(capsys, "machine", "show", "default")
+    code, out, _ = run(capsys, "machine", "show", "generic")
     assert "peak      unknown" in out and "compute peak" in out
 
 
@@ -375,7 +375,7 @@ def test_cli_show_unknown_name(capsys):
     code, out, err = run(capsys, "machine", "show", "skylake")
     assert code == 2 and out == ""
     assert "unknown machine 'skylake'" in err
-    for name in ["default", *PRESETS]:
+    for name in ["generic", *PRESETS]:
         assert name in err
 
 

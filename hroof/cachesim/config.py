@@ -303,7 +303,7 @@ def load_hierarchy(path: str | Path) -> HierarchyConfig:
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 #: The machine used when none is named.
-DEFAULT_MACHINE = "default"
+DEFAULT_MACHINE = "skylake-sp"
 
 
 def bundled_machines() -> dict[str, Path]:
