@@ -318,44 +318,46 @@ def test_empty_trace_is_not_an_error(capsys, tmp_path, fmt):
 
 
 # --------------------------------------------------------------------------- demo
-def test_demo(capsys):
-    code, out, err = run(capsys, "demo")
+def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
+    """The demo: stencil7 small and large on the default machine, swept across the walls;
+    the summary's walls agree with the layer conditions; the report embeds its figures."""
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+    out_dir = tmp_path / "demo"
+    code, out, err = run(capsys, "demo", "--out", out_dir, "--quiet")
     assert code == 0, err
-    assert "example.din (din)" in out
-    assert "12,696 (10,580 loads, 2,116 stores" in out
-    assert f"{EXAMPLE_FLOPS:,} (2,116 stencil points x 5: 4 adds + 1 multiply" in out
-    rows = table_rows(out)
-    assert list(rows) == ["L1", "L2", "L3", "DRAM"]
-    assert rows["L1"][0] == "12,696"
-    assert all(len(line) <= 100 for line in out.splitlines())
+    assert "stencil7 at n=16 and n=256" in out and "Skylake-SP" in out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln[:3] in ("L1 ", "L2 ", "L3 ")}
+    assert rows["L1"].split()[1:3] == ["0.109", "0.109"]  # L1 AI = 7/64 at both sizes
+    assert "between n=16 and n=32" in rows["L1"] and rows["L1"].split()[-1] == "30"
+    assert "between n=128 and n=256" in rows["L2"] and rows["L2"].split()[-1] == "179"
+    page = (out_dir / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3
+    for caption in ("Hierarchical (left) and cache-aware (right)", "Locality walls"):
+        assert caption in page
+    for name in ("roofline", "ai_vs_size", "traffic"):
+        assert (out_dir / f"{name}.png").stat().st_size > 10_000
+        assert (out_dir / f"{name}.svg").is_file()
+    assert not list(out_dir.glob(".*partial*"))
 
 
-def test_demo_out_writes_result(capsys, tmp_path):
-    outdir = tmp_path / "new" / "dir"
-    code, out, err = run(capsys, "demo", "--out", outdir)
+def test_report_of_a_saved_sweep(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+    saved = tmp_path / "sweep"
+    argv = ["sweep", "stencil7", "n=8..32:x2", "--machine", "teaching", "--out", saved]
+    assert run(capsys, *argv)[0] == 0
+    (saved / "report.html").unlink(missing_ok=True)
+    code, out, err = run(capsys, "report", saved, "--machine", "teaching")
     assert code == 0, err
-    assert f"wrote {outdir / 'result.json'}" in out
-    r = json.loads((outdir / "result.json").read_text())
-    assert r["schema"] == "hroof.result/1"
-    assert r["flops"] == EXAMPLE_FLOPS == 2116 * 5
-    assert r["accesses"] == 12696
-    assert r["source"]["format"] == "din"
-    assert sorted(os.listdir(outdir)) == ["result.json"]  # no temporary file left
-    # the table shows the numbers of the JSON
-    rows = table_rows(out)
-    for lv in r["levels"]:
-        assert rows[lv["name"]][:4] == [
-            f"{lv['lookups']:,}",
-            f"{lv['hits']:,}",
-            f"{100 * lv['hits'] / lv['lookups']:.1f}",
-            f"{lv['misses']:,}",
-        ]
-    assert rows["DRAM"][-1] == f"{r['memory']['ai']:.3f}"
+    assert "report.html" in out and (saved / "report.html").is_file()
+    assert_bad(capsys, ["report", saved], "levels", "not those of machine")
+    assert_bad(capsys, ["report", tmp_path / "nothing"], "no sweep results")
+    bad = write(tmp_path / "bad.json", "{}")
+    assert_bad(capsys, ["report", bad], "not a sweep")
 
 
 def test_demo_out_unwritable(capsys, tmp_path):
     blocker = write(tmp_path / "file", "not a directory")
-    assert_bad(capsys, ["demo", "--out", blocker], "cannot write", "result.json")
+    assert_bad(capsys, ["demo", "--out", blocker / "x"], "cannot write the report")
 
 
 def test_wide_terminal_keeps_classes_in_the_main_table():
@@ -418,7 +420,7 @@ def test_version_and_help(capsys):
     [
         (["simulate", "--help"], ["--access-size BYTES", "FLOP/byte", "--chunk-size N", "JSON"]),
         (["machine", "show", "--help"], ["bytes", "GB/s"]),
-        (["demo", "--help"], ["result.json"]),
+        (["demo", "--help"], ["report", "hroof-demo", "n=8..256:x2"]),
     ],
 )
 def test_subcommand_help(capsys, argv, words):
@@ -557,7 +559,7 @@ def test_keyboard_interrupt(capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(hroof.cachesim, "simulate", interrupted)
-    code, out, err = run(capsys, "demo")
+    code, out, err = run(capsys, "simulate", "--trace", EXAMPLE_TRACE)
     assert code == 130
     assert out == ""
     assert err == "hroof: interrupted\n"

@@ -1,0 +1,230 @@
+"""The demo and sweep reports: a summary table, figures, and a self-contained HTML page.
+
+:func:`run_demo` simulates the 7-point stencil at a small and a large size on
+a machine, then sweeps it across the locality walls; :func:`write_report`
+turns any sweep (the demo's, or ``hroof sweep --out DIR``'s ``results.json``)
+into PNG and SVG figures plus ``report.html``, with the figures embedded, the
+tables, and a paragraph per figure saying what it shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hroof.cachesim import SimResult
+from hroof.errors import HroofError
+from hroof.roofline.analysis import roofline
+from hroof.roofline.layers import stencil_layer_conditions
+from hroof.roofline.machine import Machine, load_machine
+from hroof.roofline.sweep import SweepPoint, Wall, expand_grid, find_walls, run_sweep
+
+DEMO_KERNEL = "stencil7"
+DEMO_SMALL = 16
+DEMO_LARGE = 256
+DEMO_SWEEP = "8..256:x2"
+
+_CAPTIONS = {
+    "roofline": (
+        "Hierarchical (left) and cache-aware (right) rooflines of the same runs. Left: each "
+        "run is a row of dots, one per level at that level's arithmetic intensity, at the "
+        "performance the slowest level allows; as the grid grows and a level stops holding "
+        "the planes the stencil reuses, that level's dot moves left. Right: the cache-aware "
+        "view has one intensity (flops per byte the core loads and stores), so the same runs "
+        "stay at one AI and drop from under one bandwidth roof to under the next."
+    ),
+    "ai_vs_size": (
+        "Arithmetic intensity of each level against the grid size n. L1's is constant (the "
+        "core always moves 64 bytes a point); a lower level's AI falls at the size where the "
+        "level above it stops holding the data: the locality walls, marked with the capacity "
+        "of the level that overflowed."
+    ),
+    "traffic": (
+        "The bytes each level moves to the level below, per flop, split by cause: compulsory "
+        "(first touch and first writeback), write-allocate (reading a line before storing "
+        "into it), capacity (the level was too small) and conflict (too many lines in one "
+        "set). The walls are where capacity traffic appears."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What :func:`run_demo` made: the machine, the two runs, the sweep and its walls."""
+
+    machine: Machine
+    small: SimResult
+    large: SimResult
+    points: list[SweepPoint]
+    walls: list[Wall]
+    conditions: dict
+
+
+def run_demo(
+    machine: Machine | None = None, *, progress: Callable[[int], None] | None = None
+) -> Demo:
+    """The 7-point stencil small and large, then swept across the walls (cached)."""
+    from hroof.runs import simulate_kernel
+
+    machine = machine or load_machine(None)
+    machine.require("hroof demo")
+    h = machine.hierarchy
+    small = simulate_kernel(DEMO_KERNEL, h, n=DEMO_SMALL)
+    large = simulate_kernel(DEMO_KERNEL, h, n=DEMO_LARGE)
+    grid = expand_grid(DEMO_KERNEL, {"n": DEMO_SWEEP})
+    points = run_sweep(DEMO_KERNEL, grid, h, progress=progress)
+    walls = find_walls(points, "n")
+    conditions = {c.level: c for c in stencil_layer_conditions({"n": 8}, h, safety=1.0)}
+    return Demo(machine, small, large, points, walls, conditions)
+
+
+def summary_table(demo: Demo) -> list[list[str]]:
+    """Rows: per level, AI small vs large, the binding level, the wall measured and predicted."""
+    rs, rl = roofline(demo.small, demo.machine), roofline(demo.large, demo.machine)
+    rows = [["level", f"AI n={DEMO_SMALL}", f"AI n={DEMO_LARGE}", "wall (swept)",
+             "layer condition: 3D holds up to n"]]  # fmt: skip
+    walls = {w.level: w for w in demo.walls}
+    for a, b in zip(rs.levels, rl.levels, strict=True):
+        w = walls.get(a.name)
+        cond = demo.conditions.get(a.name)
+        rows.append([
+            a.name,
+            f"{a.ai:.3f}" if a.ai else "-",
+            f"{b.ai:.3f}" if b.ai else "-",
+            f"between n={w.before} and n={w.after}" if w else "-",
+            str(cond.max_n.get("3D")) if cond and cond.max_n.get("3D") else "-",
+        ])  # fmt: skip
+    rows.append(["bound", f"{rs.bound:.3g} GFLOP/s ({rs.binding})",
+                 f"{rl.bound:.3g} GFLOP/s ({rl.binding})", "", ""])  # fmt: skip
+    return rows
+
+
+def format_rows(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)  # fmt: skip
+
+
+def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str):
+    from hroof.roofline import plots
+
+    figs = {}
+    if not machine.missing():
+        figs["roofline"] = plots.plot_side_by_side(points, machine, param=param)
+    figs["ai_vs_size"] = plots.plot_ai_vs_size(points, param, walls=walls)
+    if points[0].result.classified:
+        figs["traffic"] = plots.plot_traffic(points, param)
+    return figs
+
+
+def write_report(
+    points: list[SweepPoint],
+    machine: Machine,
+    out: Path,
+    *,
+    title: str,
+    summary: list[list[str]] | None = None,
+) -> list[Path]:
+    """PNG and SVG figures and a self-contained ``report.html`` in ``out``."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HroofError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
+    vary = [k for k in points[0].params if len({repr(p.params[k]) for p in points}) > 1]
+    if len(vary) != 1 or not isinstance(points[0].params[vary[0]], int):
+        raise HroofError("a report needs a sweep over one integer parameter (e.g. n)")
+    param = vary[0]
+    walls = find_walls(points, param)
+    written = []
+    embedded = []
+    for name, fig in _figures(points, machine, walls, param).items():
+        for ext in ("png", "svg"):
+            tmp = out / f".{name}.partial.{ext}"
+            fig.savefig(tmp, dpi=110)
+            os.replace(tmp, out / f"{name}.{ext}")
+            written.append(out / f"{name}.{ext}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
+    page = _html(title, machine, points, walls, param, embedded, summary)
+    tmp = out / ".report.partial.html"
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out / "report.html")
+    written.append(out / "report.html")
+    return written
+
+
+def _table_html(rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:]
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _html(title, machine, points, walls, param, embedded, summary) -> str:
+    names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
+    rows = [[param, "footprint", *(f"{n} AI" for n in names), "bound GFLOP/s", "binds"]]
+    for p in points:
+        r = roofline(p.result, machine)
+        rows.append([str(p.params[param]), f"{p.footprint:,} B",
+                     *(f"{lv.ai:.3f}" if lv.ai else "-" for lv in r.levels),
+                     f"{r.bound:.3g}" if r.bound else "-", r.binding or "-"])  # fmt: skip
+    wall_rows = [["level", "capacity", f"{param} before", f"{param} after", "bytes/flop below"]]
+    for w in walls:
+        change = f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g}"
+        wall_rows.append([w.level, f"{w.capacity:,} B", str(w.before), str(w.after), change])
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:"
+        "1100px;margin:2em auto;line-height:1.45}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}img{max-width:100%}"
+        "</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>Machine: <b>{html.escape(machine.name)}</b> "
+        f"({html.escape(machine.hierarchy.describe())}). "
+        f"Kernel: {html.escape(str(points[0].result.source.get('kernel')))}.</p>",
+    ]
+    if summary:
+        parts += ["<h2>Summary</h2>", _table_html(summary)]
+    parts += ["<h2>Every point</h2>", _table_html(rows)]
+    parts += ["<h2>Locality walls</h2>",
+              _table_html(wall_rows) if walls else "<p>No wall in this range.</p>"]  # fmt: skip
+    for name, data in embedded:
+        parts += [f"<h2>{name.replace('_', ' ')}</h2>",
+                  f"<p>{html.escape(_CAPTIONS.get(name, ''))}</p>",
+                  f"<img alt='{name}' src='data:image/png;base64,{data}'>"]  # fmt: skip
+    parts.append("<p><small>Made by hroof.</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
+    """Read ``results.json`` of ``hroof sweep --out`` (or its directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise HroofError(f"no sweep results at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != "hroof.sweep/1":
+            raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
+                             p.get("cached", False)) for p in doc["points"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, HroofError):
+            raise
+        raise HroofError(f"{path} is not a readable sweep result: {exc}") from None
+    if not points:
+        raise HroofError(f"{path} holds no points")
+    return points, doc.get("machine", "")
