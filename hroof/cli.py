@@ -704,6 +704,9 @@ def format_sweep(points, machine, walls) -> str:
             f"(no bounds: the machine has no {', '.join(machine.missing())}; "
             "see 'hroof machine show')"
         )
+    from hroof.roofline.report import predicted_walls
+
+    predicted = predicted_walls(points, machine, vary[0]) if len(vary) == 1 else {}
     if walls:
         lines += ["", "Locality walls (where a level's traffic per flop jumps):"]
         for w in walls:
@@ -712,6 +715,11 @@ def format_sweep(points, machine, walls) -> str:
                 f"(footprint {format_bytes(w.footprint_before)}) and {w.param}={w.after} "
                 f"(footprint {format_bytes(w.footprint_after)}): "
                 f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g} bytes/flop below"
+                + (
+                    f"; the layer condition predicts n={predicted[w.level]}"
+                    if w.level in predicted
+                    else ""
+                )
             )
     return "\n".join(lines)
 
@@ -750,7 +758,11 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     if not machine.missing():
         figures["roofline"] = plots.plot_side_by_side(points, machine, param=param)
     if param is not None and isinstance(points[0].params[param], int):
-        figures["ai_vs_size"] = plots.plot_ai_vs_size(points, param, walls=walls)
+        from hroof.roofline.report import predicted_walls
+
+        figures["ai_vs_size"] = plots.plot_ai_vs_size(
+            points, param, walls=walls, predicted=predicted_walls(points, machine, param)
+        )
         if points[0].result.classified:
             figures["traffic"] = plots.plot_traffic(points, param)
     for name, fig in figures.items():

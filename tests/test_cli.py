@@ -355,6 +355,16 @@ def test_report_of_a_saved_sweep(capsys, tmp_path, monkeypatch):
     assert_bad(capsys, ["report", bad], "not a sweep")
 
 
+def test_demo_needs_a_machine_with_figures(capsys, tmp_path):
+    assert_bad(
+        capsys,
+        ["demo", "--machine", "generic", "--out", tmp_path / "d"],
+        "has no L1 bandwidth",
+        "compute peak",
+        "hroof demo needs them",
+    )
+
+
 def test_demo_out_unwritable(capsys, tmp_path):
     blocker = write(tmp_path / "file", "not a directory")
     assert_bad(capsys, ["demo", "--out", blocker / "x"], "cannot write the report")

@@ -91,6 +91,16 @@ def test_ai_vs_size_marks_walls(sweep):
     assert "L1 wall\n(4 KiB)" in texts(ax)
 
 
+def test_ai_vs_size_marks_predicted_walls(machine, sweep):
+    from hroof.roofline.report import predicted_walls
+
+    predicted = predicted_walls(sweep, machine, "n")
+    assert predicted == {"L1": 9, "L2": 30}  # 3D layer conditions of 4 KiB and 32 KiB
+    fig = plots.plot_ai_vs_size(sweep, "n", walls=find_walls(sweep, "n"), predicted=predicted)
+    (ax,) = fig.axes
+    assert "L1: predicted\nn=9" in texts(ax) and "L2: predicted\nn=30" in texts(ax)
+
+
 def test_traffic_bars(sweep):
     fig = plots.plot_traffic(sweep, "n")
     (ax,) = fig.axes

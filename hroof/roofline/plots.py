@@ -175,10 +175,17 @@ def plot_side_by_side(points: Sequence[SweepPoint], machine: Machine, *, param: 
 
 
 def plot_ai_vs_size(
-    points: Sequence[SweepPoint], param: str, *, walls: Sequence[Wall] = (), ax=None
+    points: Sequence[SweepPoint],
+    param: str,
+    *,
+    walls: Sequence[Wall] = (),
+    predicted: dict[str, float] | None = None,
+    ax=None,
 ):
     """Each level's AI (FLOP/byte) against the swept parameter, with the walls found
-    marked between the sizes where they fall, annotated with the level's capacity."""
+    marked between the sizes where they fall (dotted, annotated with the capacity of the
+    level that overflowed) and, if given, the walls a model predicts (``predicted``:
+    level name -> size, e.g. from the stencil layer conditions; dashed, at the bottom)."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
@@ -195,6 +202,12 @@ def plot_ai_vs_size(
         ax.annotate(f"{w.level} wall\n({cap})", (mid, 1), xycoords=("data", "axes fraction"),
                     xytext=(0, -4), textcoords="offset points", ha="center", va="top",
                     fontsize=7)  # fmt: skip
+    for level, size in (predicted or {}).items():
+        ax.axvline(size, color="tab:red", ls="--", lw=0.8)
+        ax.annotate(f"{level}: predicted\n{param}={size:g}", (size, 0),
+                    xycoords=("data", "axes fraction"), xytext=(2, 4),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=7,
+                    color="tab:red")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):

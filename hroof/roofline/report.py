@@ -21,7 +21,7 @@ from pathlib import Path
 from hroof.cachesim import SimResult
 from hroof.errors import HroofError
 from hroof.roofline.analysis import roofline
-from hroof.roofline.layers import stencil_layer_conditions
+from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.roofline.machine import Machine, load_machine
 from hroof.roofline.sweep import SweepPoint, Wall, expand_grid, find_walls, run_sweep
 
@@ -111,13 +111,34 @@ def format_rows(rows: list[list[str]]) -> str:
                      for r in rows)  # fmt: skip
 
 
+def predicted_walls(points: list[SweepPoint], machine: Machine, param: str) -> dict:
+    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
+    (the wall the model predicts); empty for anything else."""
+    kernel = points[0].result.source.get("kernel")
+    if param != "n" or kernel not in STENCILS:
+        return {}
+    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
+    conds = stencil_layer_conditions(
+        {**fixed, "n": points[0].params["n"]}, machine.hierarchy, kernel=kernel, safety=1.0
+    )
+    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
+    out = {}
+    for c in conds:
+        n3 = c.max_n.get("3D")
+        if n3 and lo <= n3 <= hi:
+            out[c.level] = n3
+    return out
+
+
 def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str):
     from hroof.roofline import plots
 
     figs = {}
     if not machine.missing():
         figs["roofline"] = plots.plot_side_by_side(points, machine, param=param)
-    figs["ai_vs_size"] = plots.plot_ai_vs_size(points, param, walls=walls)
+    figs["ai_vs_size"] = plots.plot_ai_vs_size(
+        points, param, walls=walls, predicted=predicted_walls(points, machine, param)
+    )
     if points[0].result.classified:
         figs["traffic"] = plots.plot_traffic(points, param)
     return figs
