@@ -725,12 +725,10 @@ def format_sweep(points, machine, walls) -> str:
 
 
 def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
-    """results.json, results.csv and the figures (PNG and SVG) in ``out``."""
+    """results.json, results.csv, the figures (PNG and SVG) and report.html in ``out``."""
     import csv
     import io
     import json
-
-    from hroof.roofline import plots
 
     doc = {
         "schema": "hroof.sweep/1",
@@ -753,25 +751,20 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
                     *(lv.ai for lv in r.levels), r.memory.ai])  # fmt: skip
     _write_atomic(out / "results.csv", buf.getvalue())
     written.append(out / "results.csv")
-    figures = {}
-    param = vary[0] if len(vary) == 1 else None
-    if not machine.missing():
-        figures["roofline"] = plots.plot_side_by_side(points, machine, param=param)
-    if param is not None and isinstance(points[0].params[param], int):
-        from hroof.roofline.report import predicted_walls
+    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
+        from hroof.roofline.report import write_report
 
-        figures["ai_vs_size"] = plots.plot_ai_vs_size(
-            points, param, walls=walls, predicted=predicted_walls(points, machine, param)
-        )
-        if points[0].result.classified:
-            figures["traffic"] = plots.plot_traffic(points, param)
-    for name, fig in figures.items():
+        kernel = points[0].result.source.get("kernel")
+        written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
+    elif not machine.missing():
+        from hroof.roofline import plots
+
+        fig = plots.plot_side_by_side(points, machine)
         for ext in ("png", "svg"):
-            path = out / f"{name}.{ext}"
-            tmp = out / f".{name}.partial.{ext}"
+            tmp = out / f".roofline.partial.{ext}"
             fig.savefig(tmp, dpi=110)
-            os.replace(tmp, path)
-            written.append(path)
+            os.replace(tmp, out / f"roofline.{ext}")
+            written.append(out / f"roofline.{ext}")
     return written
 
 
@@ -940,7 +933,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="also write results.json, results.csv and the figures (PNG and SVG) to DIR",
+        help="also write results.json, results.csv, the figures (PNG and SVG) and "
+        "report.html to DIR",
     )
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--no-classify", action="store_true", help="do not classify misses")
