@@ -872,19 +872,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 _DESCRIPTION = """\
-hroof simulates the memory-access trace of a loop kernel through a set-associative
-LRU cache hierarchy (L1..Ln, then memory), classifies every miss at every level as
-compulsory, capacity or conflict, and reports the bytes each level moves and, given
-the kernel's floating-point operation count, its arithmetic intensity (FLOP/byte):
-the inputs of a hierarchical roofline."""
+hroof generates the memory-access stream of a loop kernel (or reads a trace file),
+simulates it through a set-associative LRU cache hierarchy (L1..Ln, then memory),
+classifies every miss at every level as compulsory, capacity or conflict, and turns
+the bytes each level moves into arithmetic intensity (FLOP/byte) and roofline
+bounds; swept over problem size, it finds the locality walls."""
 
 _EPILOG = """\
 examples:
-  hroof demo                                  simulate the bundled 2D stencil trace
+  hroof demo                                  the 7-point stencil across the walls
+  hroof kernels                               the kernels and their parameters
+  hroof simulate stencil7 n=128               per-level table of one run
+  hroof sweep stencil7 n=8..256:x2 --out d/   a size sweep, with figures and report
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
-  hroof simulate --trace t.npz --machine my.toml --json > result.json
-  hroof machine list                          names of the bundled machines
-  hroof machine show skylake-sp               a machine's cache levels
+  hroof machine show skylake-sp               a machine: levels, bandwidths, peak
 
 Bad input exits with status 2 and one line on stderr."""
 
@@ -1122,7 +1123,7 @@ def build_parser() -> argparse.ArgumentParser:
     # ---------------------------------------------------------------- demo
     p = sub.add_parser(
         "demo",
-        help="simulate the bundled example trace",
+        help="the 7-point stencil small, large and swept across the walls, with a report",
         description=(
             "Simulate the 3D 7-point stencil at n=16 and n=256 on the default machine "
             "(or --machine), sweep it over n=8..256:x2 across the locality walls, print a "
