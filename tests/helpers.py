@@ -129,3 +129,13 @@ def assert_same(fast, naive):
             assert f[key] == n[key], f"{f['name']} {key}: fast {f[key]} != naive {n[key]}"
     for key in ("bytes_read", "bytes_written", "bytes"):
         assert fast["memory"][key] == naive["memory"][key], key
+
+
+def collect_plan(plan, chunk_size):
+    """A kernel plan's trace as a list of (addr, size, kind), chunk by chunk, checking that
+    no chunk is longer than ``chunk_size`` (or one iteration, if that is longer)."""
+    out = []
+    for addr, size, kind in plan.chunks(chunk_size):
+        assert len(addr) <= max(chunk_size, plan.per_iteration)
+        out.extend(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+    return out

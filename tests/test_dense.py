@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers import collect_plan as collect
 from naive import naive_dgemv, naive_gemm
 
 import hroof.traces.dense  # noqa: F401 (registers dgemv and gemm)
@@ -15,14 +16,6 @@ from hroof.runs import simulate_kernel
 from hroof.traces import plan_kernel
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
-
-
-def collect(plan, chunk_size):
-    out = []
-    for addr, size, kind in plan.chunks(chunk_size):
-        assert len(addr) <= max(chunk_size, plan.per_iteration)
-        out.extend(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
-    return out
 
 
 def check_plan(plan, expected, flops):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import collect_plan as collect
 from naive import naive_stream
 
 from hroof.cachesim import hierarchy
@@ -29,14 +30,6 @@ STREAM = {
     "triad": (("x", "y"), "z", 2),
     "daxpy": (("x", "y"), "y", 2),
 }
-
-
-def collect(plan, chunk_size):
-    out = []
-    for addr, size, kind in plan.chunks(chunk_size):
-        assert len(addr) <= max(chunk_size, plan.per_iteration)
-        out.extend(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
-    return out
 
 
 @pytest.mark.parametrize("name", sorted(STREAM))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import collect_plan as collect
 from naive import naive_spmv
 
 import hroof.traces.sparse  # noqa: F401 (registers spmv)
@@ -14,14 +15,6 @@ from hroof.errors import HroofError, TraceFormatError
 from hroof.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.mtx import read_mtx
-
-
-def collect(plan, chunk_size):
-    out = []
-    for addr, size, kind in plan.chunks(chunk_size):
-        assert len(addr) <= max(chunk_size, plan.per_iteration)
-        out.extend(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
-    return out
 
 
 def csr_dense(plan):
