@@ -5,6 +5,9 @@ loop kernel chunk by chunk; :mod:`hroof.traces.stream` registers STREAM's copy,
 scale, add and triad, and DAXPY; :mod:`hroof.traces.stencils` the 5-, 7- and
 27-point stencils; :mod:`hroof.traces.dense` dgemv and gemm;
 :mod:`hroof.traces.sparse` CSR SpMV over generated or Matrix Market matrices.
+Those modules (and so Numba) are imported on the first look-up in the kernel
+registry, not with this package, so that reading a trace file or ``hroof
+--help`` does not pay for them.
 
 A trace is a stream of core accesses handed out in chunks of three flat arrays,
 ``addr`` (uint64, byte address), ``size`` (uint32, bytes) and ``kind`` (uint8:
@@ -13,10 +16,6 @@ the file formats of ``DESIGN.md`` ("Trace files"): npz, Dinero din and valgrind
 lackey.
 """
 
-from hroof.traces import dense as _dense  # noqa: F401 (registers dgemv and gemm)
-from hroof.traces import sparse as _sparse  # noqa: F401 (registers spmv)
-from hroof.traces import stencils as _stencils  # noqa: F401 (registers the stencils)
-from hroof.traces import stream as _stream  # noqa: F401 (registers the STREAM kernels)
 from hroof.traces.io import (
     DEFAULT_CHUNK,
     FORMATS,

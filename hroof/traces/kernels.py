@@ -278,10 +278,25 @@ class Kernel:
 
 
 _REGISTRY: dict[str, Kernel] = {}
+_BUILTIN_MODULES = ("stream", "stencils", "dense", "sparse")
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the modules that register hroof's own kernels (once; they import Numba)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True  # first: those modules call register_kernel while importing
+    import importlib
+
+    for name in _BUILTIN_MODULES:
+        importlib.import_module(f"hroof.traces.{name}")
 
 
 def register_kernel(kernel: Kernel, *, replace_existing: bool = False) -> Kernel:
     """Add a kernel to the registry (``hroof kernels``, ``hroof simulate NAME``)."""
+    _load_builtins()  # a user's kernel must not take a built-in's name unnoticed
     if kernel.name in _REGISTRY and not replace_existing:
         raise HroofError(f"a kernel named {kernel.name} is registered already")
     _REGISTRY[kernel.name] = kernel
@@ -295,6 +310,7 @@ def unregister_kernel(name: str) -> None:
 
 def get_kernel(name: str) -> Kernel:
     """The registered kernel ``name``; an unknown name gets the closest suggestion."""
+    _load_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -306,6 +322,7 @@ def get_kernel(name: str) -> Kernel:
 
 def kernels() -> list[Kernel]:
     """All registered kernels, by name."""
+    _load_builtins()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
