@@ -664,19 +664,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _varying(points) -> list[str]:
-    """The parameters whose value differs between sweep points."""
-    if not points:
-        return []
-    keys = list(points[0].params)
-    return [k for k in keys if len({repr(p.params[k]) for p in points}) > 1]
-
-
 def format_sweep(points, machine, walls) -> str:
     """The sweep as a table: one row per point, each level's AI, the bound and what binds."""
-    from hroof.roofline.plots import bound
+    from hroof.roofline.analysis import roofline
+    from hroof.roofline.sweep import varying
 
-    vary = _varying(points) or list(points[0].params)[:1]
+    vary = varying(points) or list(points[0].params)[:1]
     known = not machine.missing()
     cols = [_Col(k) for k in vary] + [_Col("footprint")]
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
@@ -689,7 +682,8 @@ def format_sweep(points, machine, walls) -> str:
         row = [str(p.params[k]) for k in vary] + [format_bytes(p.footprint)]
         row += [_ai(lv.ai) for lv in r.levels] + [_ai(r.memory.ai)]
         if known:
-            perf, binding = bound(r, machine)
+            rf = roofline(r, machine)
+            perf, binding = rf.bound, rf.binding
             row += [f"{perf:.3g}", binding]
         rows.append(row)
     lines = [
@@ -730,12 +724,9 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     import io
     import json
 
-    doc = {
-        "schema": "hroof.sweep/1",
-        "machine": machine.name,
-        "points": [p.to_dict() for p in points],
-        "walls": [w.to_dict() for w in walls],
-    }
+    from hroof.roofline.sweep import sweep_doc
+
+    doc = sweep_doc(points, machine.name, walls)
     written = []
     _write_atomic(out / "results.json", json.dumps(doc, indent=1) + "\n")
     written.append(out / "results.json")
@@ -771,7 +762,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
     from hroof.roofline.machine import load_machine
-    from hroof.roofline.sweep import expand_grid, find_walls, run_sweep
+    from hroof.roofline.sweep import expand_grid, find_walls, run_sweep, sweep_doc, varying
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
@@ -782,7 +773,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
             progress=bar,
         )  # fmt: skip
-    vary = _varying(points)
+    vary = varying(points)
     walls = []
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
         walls = find_walls(points, vary[0])
@@ -792,9 +783,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        _emit(json.dumps({"schema": "hroof.sweep/1", "machine": machine.name,
-                          "points": [p.to_dict() for p in points],
-                          "walls": [w.to_dict() for w in walls]}, indent=1))  # fmt: skip
+        _emit(json.dumps(sweep_doc(points, machine.name, walls), indent=1))
     else:
         text = format_sweep(points, machine, walls)
         if written:

@@ -23,7 +23,14 @@ from hroof.errors import HroofError
 from hroof.roofline.analysis import roofline
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.roofline.machine import Machine, load_machine
-from hroof.roofline.sweep import SweepPoint, Wall, expand_grid, find_walls, run_sweep
+from hroof.roofline.sweep import (
+    SweepPoint,
+    Wall,
+    expand_grid,
+    find_walls,
+    run_sweep,
+    varying,
+)
 
 DEMO_KERNEL = "stencil7"
 DEMO_SMALL = 16
@@ -160,7 +167,7 @@ def write_report(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise HroofError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
-    vary = [k for k in points[0].params if len({repr(p.params[k]) for p in points}) > 1]
+    vary = varying(points)
     if len(vary) != 1 or not isinstance(points[0].params[vary[0]], int):
         raise HroofError("a report needs a sweep over one integer parameter (e.g. n)")
     param = vary[0]

@@ -221,6 +221,23 @@ def _write_cache(path: Path, d: dict) -> None:
         pass
 
 
+def varying(points: list[SweepPoint]) -> list[str]:
+    """The parameters whose value differs between the points of a sweep."""
+    if not points:
+        return []
+    return [k for k in points[0].params if len({repr(p.params[k]) for p in points}) > 1]
+
+
+def sweep_doc(points: list[SweepPoint], machine_name: str, walls: list) -> dict:
+    """A sweep as JSON-ready data, schema ``hroof.sweep/1`` (``results.json``)."""
+    return {
+        "schema": "hroof.sweep/1",
+        "machine": machine_name,
+        "points": [p.to_dict() for p in points],
+        "walls": [w.to_dict() for w in walls],
+    }
+
+
 @dataclass(frozen=True)
 class Wall:
     """A locality wall: between two sweep points, a level's bytes per flop jump."""
