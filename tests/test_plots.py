@@ -39,8 +39,16 @@ def texts(ax):
     return [t.get_text() for t in ax.texts]
 
 
-def test_backend_is_agg():
-    assert matplotlib.get_backend().lower() == "agg"
+def test_figures_leave_pyplot_alone(machine, sweep):
+    """Figures are made outside pyplot: no backend switched, no open figure left behind."""
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    open_before = plt.get_fignums()
+    fig = plots.plot_side_by_side(sweep, machine, param="n")
+    assert plt.get_fignums() == open_before
+    assert matplotlib.get_backend() == before
+    assert fig.canvas is not None
 
 
 def test_hierarchical(machine, sweep):

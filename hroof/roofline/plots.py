@@ -2,7 +2,8 @@
 and the traffic partition.
 
 Every function takes results (or sweep points) and a machine, draws on ``ax``
-(or a new figure) and returns the figure; nothing calls ``plt.show()``. The
+(or a new figure, made without pyplot, so the caller's backend is left alone)
+and returns the figure; nothing calls ``plt.show()``. The
 axes carry units, every roof and ceiling is labelled on its line, and the
 legend names each level's trajectory, so a figure reads without a manual.
 
@@ -20,12 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never a window
-
-import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
+from matplotlib.figure import Figure
 
 from hroof.cachesim import SimResult
 from hroof.roofline.analysis import roofline
@@ -40,6 +38,12 @@ PART_COLOURS = {
     "capacity": "#D55E00",
     "conflict": "#CC79A7",
 }
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A figure outside pyplot: no global state, no backend switched, nothing to close;
+    ``fig.savefig`` writes PNG and SVG with matplotlib's own renderers."""
+    return Figure(figsize=(width, height), layout="constrained")
 
 
 def _levels(machine: Machine) -> list[tuple[str, float]]:
@@ -83,7 +87,7 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
 
 def _axes(ax, title: str):
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 5), layout="constrained")
+        ax = _figure(7, 5).subplots()
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -166,7 +170,8 @@ def plot_carm(
 
 def plot_side_by_side(points: Sequence[SweepPoint], machine: Machine, *, param: str | None = None):
     """The teaching figure: hierarchical (dots move left) and cache-aware (dots drop)."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained", sharey=True)
+    fig = _figure(13, 5.2)
+    a, b = fig.subplots(1, 2, sharey=True)
     plot_hierarchical(points, machine, param=param, ax=a,
                       title="Hierarchical: each level's AI moves left as size grows")  # fmt: skip
     plot_carm(points, machine, param=param, ax=b,
@@ -188,7 +193,7 @@ def plot_ai_vs_size(
     level name -> size, e.g. from the stencil layer conditions; dashed, at the bottom)."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        ax = _figure(7, 4.5).subplots()
     fig = ax.figure
     names = [n for n, _ in level_ais(pts[0].result)]
     x = [p.params[param] for p in pts]
@@ -226,7 +231,7 @@ def plot_traffic(points: Sequence[SweepPoint], param: str, *, ax=None):
     capacity, conflict (bytes per flop), one group of bars per size."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+        ax = _figure(8, 4.5).subplots()
     fig = ax.figure
     nlev = len(pts[0].result.levels)
     width = 0.8 / nlev

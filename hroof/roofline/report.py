@@ -160,8 +160,6 @@ def write_report(
     summary: list[list[str]] | None = None,
 ) -> list[Path]:
     """PNG and SVG figures and a self-contained ``report.html`` in ``out``."""
-    import matplotlib.pyplot as plt
-
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -182,7 +180,6 @@ def write_report(
             written.append(out / f"{name}.{ext}")
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
-        plt.close(fig)
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
     page = _html(title, machine, points, walls, param, embedded, summary)
     tmp = out / ".report.partial.html"
