@@ -1,0 +1,260 @@
+"""Energy plots (matplotlib): the energy-efficiency arch, the power line, the breakdown.
+
+The model and its formulas are in :mod:`hroof.roofline.energy` (Choi et al.,
+"A roofline model of energy", IPDPS 2013). Every function takes a machine (or
+an :class:`~hroof.roofline.energy.EnergyModel`) and runs, draws on ``ax`` (or
+a new figure made without pyplot) and returns the figure.
+
+* :func:`plot_efficiency`: GFLOP/J against AI (log-log), one arch per level
+  that has an energy per byte; the time ridge, the energy balance and the
+  energy ridge of memory marked; the compute ceilings as labelled dashed arches
+  (a lower ceiling, a longer run, more constant energy); a run as one dot per
+  level, on that level's arch at that level's AI, and its total efficiency.
+* :func:`plot_power`: W against AI (log AI), the same curves: each climbs while
+  bandwidth-bound and falls once compute-bound, peaking at the time ridge.
+* :func:`plot_energy_breakdown`: a size sweep as stacked bars of pJ per flop
+  (flops, each level, constant energy): where a level stops holding the data
+  the bytes below it jump, and so does their energy (the locality walls as
+  energy walls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hroof.cachesim import SimResult
+from hroof.errors import HroofError
+from hroof.roofline.energy import EnergyModel, energy_model, level_bytes, run_energy
+from hroof.roofline.machine import Machine
+from hroof.roofline.plots import _colour, _figure
+from hroof.roofline.sweep import SweepPoint, Wall
+
+FLOP_COLOUR = "#999999"
+CONSTANT_COLOUR = "#444444"
+
+
+def _model(machine: Machine | EnergyModel, command: str) -> EnergyModel:
+    return machine if isinstance(machine, EnergyModel) else energy_model(machine, command)
+
+
+def _results(runs) -> list[SimResult]:
+    return [r.result if isinstance(r, SweepPoint) else r for r in runs]
+
+
+def _run_ais(result: SimResult) -> dict[str, float]:
+    """FLOP/byte of every level of a run that has flops and bytes there."""
+    out = {lv.name: lv.ai for lv in result.levels if lv.ai}
+    if result.memory.ai:
+        out[result.memory.name] = result.memory.ai
+    return out
+
+
+def _xlim(model: EnergyModel, results: list[SimResult]) -> tuple[float, float]:
+    vals = [model.time_balance(lv.name) for lv in model.levels]
+    for lv in model.levels:
+        if lv.byte_pj:
+            vals += [model.energy_balance(lv.name), model.energy_ridge(lv.name)]
+    for r in results:
+        vals += list(_run_ais(r).values())
+    vals = [v for v in vals if v and v > 0]
+    return min(vals) / 8, max(vals) * 8
+
+
+def _charged(model: EnergyModel) -> list[tuple[int, str]]:
+    return [(i, lv.name) for i, lv in enumerate(model.levels) if lv.byte_pj is not None]
+
+
+def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
+    """Memory's time ridge, energy balance and (``energy``) energy ridge, as labelled verticals."""
+    mem = model.memory.name
+    marks = [(model.time_balance(), f"time ridge ({mem}) {model.time_balance():.3g}", "-.")]
+    marks.append(
+        (model.energy_balance(), f"energy balance ({mem}) {model.energy_balance():.3g}", ":")
+    )
+    if energy:
+        marks.append(
+            (model.energy_ridge(), f"energy ridge ({mem}) {model.energy_ridge():.3g}", "--")
+        )
+    for i, (x, text, ls) in enumerate(marks):
+        ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
+        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.2 * i), xycoords=("data", "axes fraction"),
+                    xytext=(3, 0), textcoords="offset points", rotation=90, fontsize=7,
+                    color="tab:red", va="bottom", ha="left")  # fmt: skip
+
+
+def _ceiling_label(c) -> str:
+    return f"{c.name} ({c.value:g} GFLOP/s)"
+
+
+def _draw(ax, model: EnergyModel, results: list[SimResult], what: str) -> None:
+    """The curves of ``what`` ("efficiency" or "power"), ceilings, marks and run dots."""
+    xlim = _xlim(model, results)
+    x = np.geomspace(*xlim, 400)
+    n = len(model.levels)
+    curve = getattr(model, what)
+    for i, name in _charged(model):
+        lv = model.level(name)
+        ax.plot(x, curve(x, name), color=_colour(i, n), lw=1.6,
+                label=f"{name} ({lv.byte_pj:g} pJ/B, {lv.bandwidth:g} GB/s)")  # fmt: skip
+    mem = model.memory.name
+    for c in model.ceilings:
+        low = model.with_peak(c.value)
+        y = getattr(low, what)(x, mem)
+        ax.plot(x, y, color="grey", lw=1.0, ls="--")
+        ax.text(x[-1], y[-1], _ceiling_label(c), fontsize=7, color="dimgrey", ha="right",
+                va="bottom")  # fmt: skip
+    for k, r in enumerate(results):
+        est = model.estimate(r.flops, level_bytes(r)) if r.flops else None
+        ais = _run_ais(r)
+        xs = []
+        for i, name in _charged(model):
+            if name in ais:
+                xs.append(ais[name])
+                ax.plot(ais[name], curve(ais[name], name), "o", color=_colour(i, n), ms=7,
+                        mec="black", mew=0.6, zorder=4,
+                        label=f"{name} AI of the run" if k == 0 else None)  # fmt: skip
+        total = None if est is None else (est.gflop_per_j if what == "efficiency" else est.power_w)
+        if total and xs:
+            ax.plot([min(xs), max(xs)], [total, total], "k-", lw=0.8, zorder=3,
+                    label="the run (all levels)" if k == 0 else None)  # fmt: skip
+            unit = "GFLOP/J" if what == "efficiency" else "W"
+            ax.annotate(f"run: {total:.3g} {unit}", (max(xs), total), xytext=(4, 2),
+                        textcoords="offset points", fontsize=7)  # fmt: skip
+    ax.set_xlim(*xlim)
+    ax.set_xscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_efficiency(
+    machine: Machine | EnergyModel, runs: Sequence[SimResult | SweepPoint] = (), *, ax=None,
+    title: str = "Energy efficiency (roofline model of energy)",
+):  # fmt: skip
+    """GFLOP/J against AI (log-log): the arch of each level with an energy per byte.
+
+    Marked: memory's time ridge, energy balance and energy ridge (half the
+    maximum efficiency); the maximum efficiency ``1 / eps_hat`` (dotted); the
+    compute ceilings (dashed, labelled with their name and GFLOP/s). Each run
+    is one dot per level, at that level's AI on that level's arch, and a black
+    segment at the run's total efficiency (every level charged at once).
+    """
+    model = _model(machine, "an energy-efficiency plot")
+    results = _results(runs)
+    if ax is None:
+        ax = _figure(7, 5).subplots()
+    _draw(ax, model, results, "efficiency")
+    top = model.max_efficiency
+    ax.axhline(top, color="black", ls=":", lw=0.9)
+    ax.annotate(f"max {top:.3g} GFLOP/J (no traffic)", (0.01, top),
+                xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
+                fontsize=7, va="bottom")  # fmt: skip
+    _marks(ax, model)
+    ax.set_yscale("log")
+    ax.set_ylabel("energy efficiency (GFLOP/J)")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=7)
+    return ax.figure
+
+
+def plot_power(
+    machine: Machine | EnergyModel, runs: Sequence[SimResult | SweepPoint] = (), *, ax=None,
+    title: str = "Power (roofline model of energy)",
+):  # fmt: skip
+    """W against AI (log AI): each level's power line, peaking at its time ridge.
+
+    The constant power is a dotted line (every run draws at least that);
+    ceilings, marks and run dots as in :func:`plot_efficiency`.
+    """
+    model = _model(machine, "a power plot")
+    results = _results(runs)
+    if ax is None:
+        ax = _figure(7, 5).subplots()
+    _draw(ax, model, results, "power")
+    ax.axhline(model.constant_w, color="black", ls=":", lw=0.9)
+    ax.annotate(f"constant power {model.constant_w:g} W", (0.01, model.constant_w),
+                xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
+                fontsize=7, va="bottom")  # fmt: skip
+    _marks(ax, model, energy=False)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("power (W)")
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=7)
+    return ax.figure
+
+
+def plot_energy(result: SimResult, machine: Machine | EnergyModel, *, title: str | None = None):
+    """One run: the efficiency arch and the power line side by side."""
+    model = _model(machine, "an energy plot")
+    fig = _figure(13, 5.2)
+    a, b = fig.subplots(1, 2)
+    plot_efficiency(model, [result], ax=a)
+    plot_power(model, [result], ax=b)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_energy_breakdown(
+    points: Sequence[SweepPoint], machine: Machine | EnergyModel, param: str, *,
+    walls: Sequence[Wall] = (), ax=None,
+):  # fmt: skip
+    """Stacked bars of a sweep's energy per flop (pJ/FLOP): flops, each level, constant.
+
+    One bar per value of ``param`` (sorted); the walls found by
+    :func:`hroof.roofline.sweep.find_walls` are dotted verticals between the
+    bars they fall between. Levels without an energy per byte are named under
+    the title (they take time, which the constant energy counts, but no energy
+    of their own).
+    """
+    model = _model(machine, "an energy breakdown")
+    pts = sorted(points, key=lambda p: p.params[param])
+    if not pts:
+        raise HroofError("an energy breakdown needs at least one sweep point")
+    ests = []
+    for p in pts:
+        if not p.result.flops:
+            raise HroofError(f"the run at {param}={p.params[param]} has no flops; "
+                             "energy per flop needs them")  # fmt: skip
+        ests.append(run_energy(p.result, model))
+    if ax is None:
+        ax = _figure(8, 4.8).subplots()
+    xs = np.arange(len(pts))
+    bottom = np.zeros(len(pts))
+    names = [part.name for part in ests[0].parts]
+    n = len(model.levels)
+    for name in names:
+        vals = np.array([e.part(name).joules / e.flops * 1e12 for e in ests])
+        if name == "flops":
+            colour, label = FLOP_COLOUR, f"flops ({model.flop_pj:g} pJ each)"
+        elif name == "constant":
+            colour, label = CONSTANT_COLOUR, f"constant ({model.constant_w:g} W x time)"
+        else:
+            i = model.level_names.index(name)
+            colour, label = _colour(i, n), f"{name} bytes ({model.level(name).byte_pj:g} pJ/B)"
+        ax.bar(xs, vals, 0.7, bottom=bottom, color=colour, label=label, edgecolor="white", lw=0.4)
+        bottom += vals
+    for j, total in enumerate(bottom):
+        ax.text(j, total, f"{total:.3g}", ha="center", va="bottom", fontsize=7)
+    order = [str(p.params[param]) for p in pts]
+    for w in walls:
+        if str(w.before) in order and str(w.after) in order:
+            mid = (order.index(str(w.before)) + order.index(str(w.after))) / 2
+            ax.axvline(mid, color="grey", ls=":", lw=1)
+            ax.annotate(f"{w.level} wall", (mid, 1), xycoords=("data", "axes fraction"),
+                        xytext=(0, -4), textcoords="offset points", ha="center", va="top",
+                        fontsize=7)  # fmt: skip
+    ax.set_xticks(xs, order)
+    ax.set_xlabel(param)
+    ax.set_ylabel("energy per flop (pJ/FLOP)")
+    title = "Energy per flop by level"
+    if model.uncharged:
+        title += f"\n(not charged, no energy per byte: {', '.join(model.uncharged)})"
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylim(top=bottom.max() * 1.25)
+    return ax.figure
+
+
+__all__ = ["plot_efficiency", "plot_energy", "plot_energy_breakdown", "plot_power"]
