@@ -56,13 +56,16 @@ in GFLOP/J (1e9 flops per joule).
 The machine's figures come from its ``[energy]`` table (``flop_pj``,
 ``constant_w``, ``byte_pj = { LEVEL = pJ, ... }``). The model needs the flop
 energy, the constant power and the memory's byte energy (the three of Choi et
-al.'s model), and the peak and every bandwidth (for the time); a machine
-without one of them gets a :class:`~hroof.errors.ConfigError` naming what is
-missing, never a guess. A cache level with no ``byte_pj`` is *not charged*:
-its bytes count for the time but not for the energy (as in Choi et al., whose
-fitted flop and memory energies absorb the caches'); every result lists such
-levels in ``uncharged`` and the command line prints them, so a partial energy
-is never mistaken for a complete one.
+al.'s model), the peak and the memory bandwidth; a machine without one of them
+gets a :class:`~hroof.errors.ConfigError` naming what is missing, never a
+guess. Cache levels are optional, figure by figure, and the choice is to
+compute what is known and say what was left out: a cache level with no
+``byte_pj`` is *not charged* (its bytes count for the time but not for the
+energy, as in Choi et al., whose fitted flop and memory energies absorb the
+caches'), one with no bandwidth is *not timed* (its bytes cost energy but do not
+enter the max). Every estimate lists such levels (``uncharged``, ``untimed``)
+and the command line prints them, so a partial figure is never mistaken for a
+complete one.
 """
 
 from __future__ import annotations
@@ -83,10 +86,13 @@ _MILLI = 1e-3
 
 @dataclass(frozen=True)
 class LevelCost:
-    """One level's figures: bandwidth (GB/s) and energy per byte moved at it (pJ/byte)."""
+    """One level's figures: bandwidth (GB/s) and energy per byte moved at it (pJ/byte).
+
+    Either may be None (unknown) for a cache level; memory needs both.
+    """
 
     name: str
-    bandwidth: float
+    bandwidth: float | None
     byte_pj: float | None
 
 
@@ -153,14 +159,16 @@ class EnergyModel:
         if not self.levels:
             raise ConfigError("an energy model needs at least the memory level")
         for lv in self.levels:
-            if not (math.isfinite(lv.bandwidth) and lv.bandwidth > 0):
+            if lv.bandwidth is not None and not (math.isfinite(lv.bandwidth) and lv.bandwidth > 0):
                 raise ConfigError(
                     f"{lv.name} bandwidth must be positive GB/s, got {lv.bandwidth!r}"
                 )
             if lv.byte_pj is not None and not (math.isfinite(lv.byte_pj) and lv.byte_pj >= 0):
                 raise ConfigError(f"{lv.name} byte_pj must be pJ >= 0, got {lv.byte_pj!r}")
-        if self.memory.byte_pj is None:
-            raise ConfigError(f"the memory ({self.memory.name}) needs an energy per byte (byte_pj)")
+        if self.memory.byte_pj is None or self.memory.bandwidth is None:
+            raise ConfigError(
+                f"the memory ({self.memory.name}) needs a bandwidth and an energy per byte"
+            )
 
     # ------------------------------------------------------------------ figures
     @property
@@ -176,6 +184,11 @@ class EnergyModel:
     def uncharged(self) -> tuple[str, ...]:
         """Levels with no energy per byte: their bytes take time but cost no energy here."""
         return tuple(lv.name for lv in self.levels if lv.byte_pj is None)
+
+    @property
+    def untimed(self) -> tuple[str, ...]:
+        """Levels with no bandwidth: their bytes cost energy but take no time here."""
+        return tuple(lv.name for lv in self.levels if lv.bandwidth is None)
 
     def level(self, name: str | None = None) -> LevelCost:
         """A level by name (default: memory); ConfigError naming the levels otherwise."""
@@ -197,13 +210,29 @@ class EnergyModel:
             )
         return lv
 
+    def _timed(self, name: str | None) -> LevelCost:
+        lv = self.level(name)
+        if lv.bandwidth is None:
+            raise ConfigError(
+                f"machine {self.machine} has no {lv.name} bandwidth: add it to the level's "
+                "table in its machine file"
+            )
+        return lv
+
+    @property
+    def curve_levels(self) -> tuple[str, ...]:
+        """Levels with both figures: those whose arch and power line can be drawn."""
+        return tuple(
+            lv.name for lv in self.levels if lv.byte_pj is not None and lv.bandwidth is not None
+        )
+
     def with_peak(self, peak: float) -> EnergyModel:
         """The same machine with the flops running at ``peak`` GFLOP/s (a ceiling)."""
         return replace(self, peak=float(peak))
 
     def time_balance(self, level: str | None = None) -> float:
         """B_tau, FLOP/byte: the time roofline's ridge of ``level`` (default memory)."""
-        return self.peak / self.level(level).bandwidth
+        return self.peak / self._timed(level).bandwidth
 
     def energy_balance(self, level: str | None = None) -> float:
         """B_eps, FLOP/byte: the AI at which flops and ``level``'s bytes cost equal energy."""
@@ -252,6 +281,7 @@ class EnergyModel:
         ``ai`` is FLOP/byte (a number or an array, > 0).
         """
         lv = self._charged(level)
+        self._timed(level)
         ai = _ai_array(ai)
         time_per_flop = np.maximum(1 / self.peak, 1 / (ai * lv.bandwidth))  # ns per flop
         out = self.flop_pj + lv.byte_pj / ai + self.constant_w * time_per_flop / _MILLI
@@ -264,7 +294,7 @@ class EnergyModel:
 
     def performance(self, ai, level: str | None = None):
         """GFLOP/s at AI ``ai`` of ``level``: the time roofline ``min(peak, ai * bandwidth)``."""
-        out = np.minimum(self.peak, _ai_array(ai) * self.level(level).bandwidth)
+        out = np.minimum(self.peak, _ai_array(ai) * self._timed(level).bandwidth)
         return out if out.ndim else float(out)
 
     def power(self, ai, level: str | None = None):
@@ -280,7 +310,8 @@ class EnergyModel:
         """Time, energy and power of ``flops`` flops moving ``level_bytes`` (name -> bytes).
 
         Levels not in ``level_bytes`` move nothing. ``uncharged`` in the result
-        names the levels given bytes but no energy per byte.
+        names the levels that moved bytes but have no energy per byte, ``untimed``
+        those that moved bytes but have no bandwidth (their time is not in the max).
         """
         if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not flops >= 0:
             raise HroofError(f"flops must be a count >= 0, got {flops!r}")
@@ -293,14 +324,18 @@ class EnergyModel:
         flop_time = flops / (self.peak * 1e9)
         times = [("compute", flop_time)]
         parts = [EnergyPart("flops", "flops", flops * self.flop_pj * 1e-12, None, self.flop_pj)]
-        uncharged = []
+        uncharged, untimed = [], []
         for lv in self.levels:
             if lv.name not in level_bytes:
                 continue
             nbytes = level_bytes[lv.name]
             if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or nbytes < 0:
                 raise HroofError(f"bytes of {lv.name} must be a count >= 0, got {nbytes!r}")
-            times.append((lv.name, nbytes / (lv.bandwidth * 1e9)))
+            if lv.bandwidth is None:
+                if nbytes:
+                    untimed.append(lv.name)
+            else:
+                times.append((lv.name, nbytes / (lv.bandwidth * 1e9)))
             if lv.byte_pj is None:
                 if nbytes:
                     uncharged.append(lv.name)
@@ -317,6 +352,7 @@ class EnergyModel:
             binding=binding if time > 0 else None,
             parts=tuple(parts),
             uncharged=tuple(uncharged),
+            untimed=tuple(untimed),
             constant_w=self.constant_w,
         )
 
@@ -396,6 +432,8 @@ class EnergyEstimate:
         The flops' energy, each charged level's, then the constant energy.
     uncharged : tuple of str
         Levels that moved bytes but have no energy per byte (not in ``parts``).
+    untimed : tuple of str
+        Levels that moved bytes but have no bandwidth (not in the time).
     constant_w : float
         The constant power, W.
     """
@@ -406,12 +444,13 @@ class EnergyEstimate:
     binding: str | None
     parts: tuple[EnergyPart, ...]
     uncharged: tuple[str, ...]
+    untimed: tuple[str, ...]
     constant_w: float
 
     @property
     def complete(self) -> bool:
-        """True when every level that moved bytes was charged."""
-        return not self.uncharged
+        """True when every level that moved bytes was charged and timed."""
+        return not self.uncharged and not self.untimed
 
     @property
     def total_j(self) -> float:
@@ -463,6 +502,7 @@ class EnergyEstimate:
             "dominant": self.dominant.name,
             "parts": [p.to_dict() for p in self.parts],
             "uncharged": list(self.uncharged),
+            "untimed": list(self.untimed),
         }
 
 
@@ -497,7 +537,9 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
     ----------
     machine : Machine
         Needs ``energy.flop_pj``, ``energy.constant_w``, the memory's
-        ``energy.byte_pj``, the compute peak and every bandwidth.
+        ``energy.byte_pj``, the compute peak and the memory bandwidth. A cache
+        level without an energy per byte is not charged, one without a
+        bandwidth is not timed (both are listed in every estimate).
     command : str
         What needs them, for the error message.
 
@@ -510,13 +552,20 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
     if not isinstance(machine, Machine):
         raise HroofError(f"machine must be a Machine, got {type(machine).__name__}")
     where = f" ({machine.source})" if machine.source else ""
-    lacking = missing_energy(machine) + machine.missing()
-    if lacking:
-        what = ", ".join(lacking)
-        how = _HOW.format(mem=machine.memory_name) if missing_energy(machine) else (
-            "add them to its machine file (see docs/roofline.md)")  # fmt: skip
+    no_energy = missing_energy(machine)
+    no_time = [f"{machine.memory_name} bandwidth"] if machine.memory_bandwidth is None else []
+    if machine.peak is None:
+        no_time.append("compute peak")
+    if no_energy:
+        also = f" (nor {', '.join(no_time)})" if no_time else ""
         raise ConfigError(
-            f"machine {machine.name}{where} has no {what}; {command} needs them: {how}"
+            f"machine {machine.name}{where} has no energy figures {', '.join(no_energy)}{also}; "
+            f"{command} needs them: " + _HOW.format(mem=machine.memory_name)
+        )
+    if no_time:
+        raise ConfigError(
+            f"machine {machine.name}{where} has no {', '.join(no_time)}; {command} needs "
+            "them for the time: add them to its machine file (see docs/roofline.md)"
         )
     energy = machine.energy
     byte_pj = dict(energy.byte_pj or {})
@@ -527,10 +576,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
             f"[energy] byte_pj of machine {machine.name}{where} names {stray[0]!r}, which is not "
             f"one of its levels: {', '.join(names)}"
         )
-    levels = tuple(
-        LevelCost(name, float(bw), None if byte_pj.get(name) is None else float(byte_pj[name]))
-        for name, bw in machine.all_bandwidths()
-    )
+    levels = tuple(LevelCost(name, bw, byte_pj.get(name)) for name, bw in machine.all_bandwidths())
     ceilings = tuple(
         ComputeCeiling(c.name, float(c.value), getattr(c, "means", "") or "")
         for c in machine.ceilings

@@ -31,8 +31,8 @@ from hroof.roofline.machine import Machine
 from hroof.roofline.plots import _colour, _figure
 from hroof.roofline.sweep import SweepPoint, Wall
 
-FLOP_COLOUR = "#999999"
-CONSTANT_COLOUR = "#444444"
+FLOP_COLOUR = "#F0E442"  # Okabe-Ito yellow: no level uses it
+CONSTANT_COLOUR = "#BBBBBB"  # light grey, hatched
 
 
 def _model(machine: Machine | EnergyModel, command: str) -> EnergyModel:
@@ -52,10 +52,9 @@ def _run_ais(result: SimResult) -> dict[str, float]:
 
 
 def _xlim(model: EnergyModel, results: list[SimResult]) -> tuple[float, float]:
-    vals = [model.time_balance(lv.name) for lv in model.levels]
-    for lv in model.levels:
-        if lv.byte_pj:
-            vals += [model.energy_balance(lv.name), model.energy_ridge(lv.name)]
+    vals = []
+    for name in model.curve_levels:
+        vals += [model.time_balance(name), model.energy_balance(name), model.energy_ridge(name)]
     for r in results:
         vals += list(_run_ais(r).values())
     vals = [v for v in vals if v and v > 0]
@@ -63,23 +62,20 @@ def _xlim(model: EnergyModel, results: list[SimResult]) -> tuple[float, float]:
 
 
 def _charged(model: EnergyModel) -> list[tuple[int, str]]:
-    return [(i, lv.name) for i, lv in enumerate(model.levels) if lv.byte_pj is not None]
+    """(index, name) of the levels whose curves can be drawn (bandwidth and energy known)."""
+    return [(model.level_names.index(n), n) for n in model.curve_levels]
 
 
 def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
     """Memory's time ridge, energy balance and (``energy``) energy ridge, as labelled verticals."""
     mem = model.memory.name
-    marks = [(model.time_balance(), f"time ridge ({mem}) {model.time_balance():.3g}", "-.")]
-    marks.append(
-        (model.energy_balance(), f"energy balance ({mem}) {model.energy_balance():.3g}", ":")
-    )
+    marks = [(model.time_balance(), f"{mem} time ridge {model.time_balance():.3g}", "-.")]
+    marks.append((model.energy_balance(), f"energy balance {model.energy_balance():.3g}", ":"))
     if energy:
-        marks.append(
-            (model.energy_ridge(), f"energy ridge ({mem}) {model.energy_ridge():.3g}", "--")
-        )
+        marks.append((model.energy_ridge(), f"energy ridge {model.energy_ridge():.3g}", "--"))
     for i, (x, text, ls) in enumerate(marks):
         ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
-        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.2 * i), xycoords=("data", "axes fraction"),
+        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.33 * i), xycoords=("data", "axes fraction"),
                     xytext=(3, 0), textcoords="offset points", rotation=90, fontsize=7,
                     color="tab:red", va="bottom", ha="left")  # fmt: skip
 
@@ -88,8 +84,9 @@ def _ceiling_label(c) -> str:
     return f"{c.name} ({c.value:g} GFLOP/s)"
 
 
-def _draw(ax, model: EnergyModel, results: list[SimResult], what: str) -> None:
-    """The curves of ``what`` ("efficiency" or "power"), ceilings, marks and run dots."""
+def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
+    """The curves of ``what`` ("efficiency" or "power"), ceilings and the runs' dots."""
+    results = _results(runs)
     xlim = _xlim(model, results)
     x = np.geomspace(*xlim, 400)
     n = len(model.levels)
@@ -105,7 +102,8 @@ def _draw(ax, model: EnergyModel, results: list[SimResult], what: str) -> None:
         ax.plot(x, y, color="grey", lw=1.0, ls="--")
         ax.text(x[-1], y[-1], _ceiling_label(c), fontsize=7, color="dimgrey", ha="right",
                 va="bottom")  # fmt: skip
-    for k, r in enumerate(results):
+    unit = "GFLOP/J" if what == "efficiency" else "W"
+    for k, (run, r) in enumerate(zip(runs, results, strict=True)):
         est = model.estimate(r.flops, level_bytes(r)) if r.flops else None
         ais = _run_ais(r)
         xs = []
@@ -116,12 +114,16 @@ def _draw(ax, model: EnergyModel, results: list[SimResult], what: str) -> None:
                         mec="black", mew=0.6, zorder=4,
                         label=f"{name} AI of the run" if k == 0 else None)  # fmt: skip
         total = None if est is None else (est.gflop_per_j if what == "efficiency" else est.power_w)
-        if total and xs:
+        if total and len(xs) > 1:
             ax.plot([min(xs), max(xs)], [total, total], "k-", lw=0.8, zorder=3,
-                    label="the run (all levels)" if k == 0 else None)  # fmt: skip
-            unit = "GFLOP/J" if what == "efficiency" else "W"
-            ax.annotate(f"run: {total:.3g} {unit}", (max(xs), total), xytext=(4, 2),
+                    label="the run, all levels charged" if k == 0 else None)  # fmt: skip
+        if total and xs and len(results) == 1:
+            ax.annotate(f"run: {total:.3g} {unit}", (max(xs), total), xytext=(6, -10),
                         textcoords="offset points", fontsize=7)  # fmt: skip
+        elif xs and param and isinstance(run, SweepPoint):
+            last = [name for _, name in _charged(model) if name in ais][-1]
+            ax.annotate(f"{param}={run.params[param]}", (ais[last], curve(ais[last], last)),
+                        xytext=(6, -10), textcoords="offset points", fontsize=6)  # fmt: skip
     ax.set_xlim(*xlim)
     ax.set_xscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -130,7 +132,7 @@ def _draw(ax, model: EnergyModel, results: list[SimResult], what: str) -> None:
 
 def plot_efficiency(
     machine: Machine | EnergyModel, runs: Sequence[SimResult | SweepPoint] = (), *, ax=None,
-    title: str = "Energy efficiency (roofline model of energy)",
+    param: str | None = None, title: str = "Energy efficiency (roofline model of energy)",
 ):  # fmt: skip
     """GFLOP/J against AI (log-log): the arch of each level with an energy per byte.
 
@@ -141,10 +143,9 @@ def plot_efficiency(
     segment at the run's total efficiency (every level charged at once).
     """
     model = _model(machine, "an energy-efficiency plot")
-    results = _results(runs)
     if ax is None:
         ax = _figure(7, 5).subplots()
-    _draw(ax, model, results, "efficiency")
+    _draw(ax, model, runs, "efficiency", param)
     top = model.max_efficiency
     ax.axhline(top, color="black", ls=":", lw=0.9)
     ax.annotate(f"max {top:.3g} GFLOP/J (no traffic)", (0.01, top),
@@ -154,13 +155,13 @@ def plot_efficiency(
     ax.set_yscale("log")
     ax.set_ylabel("energy efficiency (GFLOP/J)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, 0.94), fontsize=7)
     return ax.figure
 
 
 def plot_power(
     machine: Machine | EnergyModel, runs: Sequence[SimResult | SweepPoint] = (), *, ax=None,
-    title: str = "Power (roofline model of energy)",
+    param: str | None = None, title: str = "Power (roofline model of energy)",
 ):  # fmt: skip
     """W against AI (log AI): each level's power line, peaking at its time ridge.
 
@@ -168,10 +169,9 @@ def plot_power(
     ceilings, marks and run dots as in :func:`plot_efficiency`.
     """
     model = _model(machine, "a power plot")
-    results = _results(runs)
     if ax is None:
         ax = _figure(7, 5).subplots()
-    _draw(ax, model, results, "power")
+    _draw(ax, model, runs, "power", param)
     ax.axhline(model.constant_w, color="black", ls=":", lw=0.9)
     ax.annotate(f"constant power {model.constant_w:g} W", (0.01, model.constant_w),
                 xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
@@ -180,7 +180,7 @@ def plot_power(
     ax.set_ylim(bottom=0)
     ax.set_ylabel("power (W)")
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize=7)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 0.1), fontsize=7)
     return ax.figure
 
 
@@ -226,14 +226,17 @@ def plot_energy_breakdown(
     n = len(model.levels)
     for name in names:
         vals = np.array([e.part(name).joules / e.flops * 1e12 for e in ests])
+        hatch = None
         if name == "flops":
             colour, label = FLOP_COLOUR, f"flops ({model.flop_pj:g} pJ each)"
         elif name == "constant":
             colour, label = CONSTANT_COLOUR, f"constant ({model.constant_w:g} W x time)"
+            hatch = "//"
         else:
             i = model.level_names.index(name)
             colour, label = _colour(i, n), f"{name} bytes ({model.level(name).byte_pj:g} pJ/B)"
-        ax.bar(xs, vals, 0.7, bottom=bottom, color=colour, label=label, edgecolor="white", lw=0.4)
+        ax.bar(xs, vals, 0.7, bottom=bottom, color=colour, label=label, edgecolor="white",
+               lw=0.4, hatch=hatch)  # fmt: skip
         bottom += vals
     for j, total in enumerate(bottom):
         ax.text(j, total, f"{total:.3g}", ha="center", va="bottom", fontsize=7)
