@@ -356,9 +356,10 @@ def test_plot_efficiency(toy, model):
         assert word in t, word  # fmt: skip
     dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
     assert len(dashed) >= 2  # one per ceiling (+ the energy ridge's vertical)
-    dots = [line for line in ax.lines if line.get_marker() == "o"]
+    dots = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata())]
     assert len(dots) == 2  # the run's L1 and DRAM AIs, each on its level's arch
-    l1 = next(d for d in dots if d.get_label() == "L1 AI of the run")
+    assert "a run: each level's AI, on its curve" in labels
+    l1 = next(d for d in dots if d.get_label() == "_L1 AI")
     x, y = l1.get_xdata()[0], l1.get_ydata()[0]
     assert x == pytest.approx(result.levels[0].ai)
     assert y == pytest.approx(model.efficiency(x, "L1"))
@@ -400,6 +401,24 @@ def test_plot_breakdown(toy, sweep):
     est = [run_energy(p.result, toy).pj_per_flop for p in sweep]
     assert tops == pytest.approx(est, rel=2e-3)
     assert sum(t.endswith("wall") for t in _texts(ax)) == len(walls)
+
+
+def test_locality_walls_are_energy_walls(toy, sweep):
+    """Past a wall the bytes below the level that overflowed jump per flop, and so does
+    their energy per flop when that level below is charged."""
+    walls = find_walls(sweep, "n")
+    assert walls
+    names = [lv.name for lv in sweep[0].result.levels] + [sweep[0].result.memory.name]
+    by_n = {p.params["n"]: run_energy(p.result, toy) for p in sweep}
+    checked = 0
+    for w in walls:
+        below = names[names.index(w.level) + 1]
+        if below in energy_model(toy).uncharged:
+            continue
+        before, after = (by_n[v].part(below).joules / by_n[v].flops for v in (w.before, w.after))
+        assert after >= 1.25 * before
+        checked += 1
+    assert checked
 
 
 def test_plots_refuse_a_machine_without_energy():

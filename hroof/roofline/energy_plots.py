@@ -75,7 +75,7 @@ def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
         marks.append((model.energy_ridge(), f"energy ridge {model.energy_ridge():.3g}", "--"))
     for i, (x, text, ls) in enumerate(marks):
         ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
-        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.33 * i), xycoords=("data", "axes fraction"),
+        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.29 * i), xycoords=("data", "axes fraction"),
                     xytext=(3, 0), textcoords="offset points", rotation=90, fontsize=7,
                     color="tab:red", va="bottom", ha="left")  # fmt: skip
 
@@ -111,8 +111,7 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
             if name in ais:
                 xs.append(ais[name])
                 ax.plot(ais[name], curve(ais[name], name), "o", color=_colour(i, n), ms=7,
-                        mec="black", mew=0.6, zorder=4,
-                        label=f"{name} AI of the run" if k == 0 else None)  # fmt: skip
+                        mec="black", mew=0.6, zorder=4, label=f"_{name} AI")  # fmt: skip
         total = None if est is None else (est.gflop_per_j if what == "efficiency" else est.power_w)
         if total and len(xs) > 1:
             ax.plot([min(xs), max(xs)], [total, total], "k-", lw=0.8, zorder=3,
@@ -124,6 +123,9 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
             last = [name for _, name in _charged(model) if name in ais][-1]
             ax.annotate(f"{param}={run.params[param]}", (ais[last], curve(ais[last], last)),
                         xytext=(6, -10), textcoords="offset points", fontsize=6)  # fmt: skip
+    if any(_run_ais(r) for r in results):
+        ax.plot([], [], "o", color="white", mec="black", mew=0.6, ms=7,
+                label="a run: each level's AI, on its curve")  # fmt: skip
     ax.set_xlim(*xlim)
     ax.set_xscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -144,7 +146,7 @@ def plot_efficiency(
     """
     model = _model(machine, "an energy-efficiency plot")
     if ax is None:
-        ax = _figure(7, 5).subplots()
+        ax = _figure(9, 5).subplots()
     _draw(ax, model, runs, "efficiency", param)
     top = model.max_efficiency
     ax.axhline(top, color="black", ls=":", lw=0.9)
@@ -155,7 +157,7 @@ def plot_efficiency(
     ax.set_yscale("log")
     ax.set_ylabel("energy efficiency (GFLOP/J)")
     ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(0, 0.94), fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return ax.figure
 
 
@@ -170,7 +172,7 @@ def plot_power(
     """
     model = _model(machine, "a power plot")
     if ax is None:
-        ax = _figure(7, 5).subplots()
+        ax = _figure(9, 5).subplots()
     _draw(ax, model, runs, "power", param)
     ax.axhline(model.constant_w, color="black", ls=":", lw=0.9)
     ax.annotate(f"constant power {model.constant_w:g} W", (0.01, model.constant_w),
@@ -180,14 +182,14 @@ def plot_power(
     ax.set_ylim(bottom=0)
     ax.set_ylabel("power (W)")
     ax.set_title(title)
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 0.1), fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return ax.figure
 
 
 def plot_energy(result: SimResult, machine: Machine | EnergyModel, *, title: str | None = None):
     """One run: the efficiency arch and the power line side by side."""
     model = _model(machine, "an energy plot")
-    fig = _figure(13, 5.2)
+    fig = _figure(16, 5.2)
     a, b = fig.subplots(1, 2)
     plot_efficiency(model, [result], ax=a)
     plot_power(model, [result], ax=b)
@@ -255,8 +257,8 @@ def plot_energy_breakdown(
     if model.uncharged:
         title += f"\n(not charged, no energy per byte: {', '.join(model.uncharged)})"
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
-    ax.set_ylim(top=bottom.max() * 1.25)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_ylim(top=bottom.max() * 1.12)
     return ax.figure
 
 
