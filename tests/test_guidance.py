@@ -135,3 +135,22 @@ def test_simulate_prints_guidance(capsys):
     assert "What to optimise next" in out and "Need not" in out
     assert main(["simulate", "stencil7", "n=16", "--machine", "generic", "-q"]) == 0
     assert "guidance" not in capsys.readouterr().out  # no figures, no guidance
+
+
+@pytest.mark.parametrize(
+    ("ceilings", "words"),
+    [
+        ('{ "no SIMD" = 2.0, "no FMA" = 5.0 }', "unordered ceilings"),
+        ('{ "no FMAA" = 5.0 }', "unknown ceiling 'no FMAA'"),
+    ],
+)
+def test_cli_bad_ceilings_exit_2(tmp_path, capsys, ceilings, words):
+    from hroof.cli import main
+
+    path = tmp_path / "m.toml"
+    path.write_text(
+        f"[compute]\npeak = 10.0\nceilings = {ceilings}\n[[level]]\nsize = 4096\nways = 4\n"
+    )
+    assert main(["machine", "show", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err
