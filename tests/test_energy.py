@@ -29,7 +29,7 @@ from hroof.runs import simulate_kernel
 
 # A made-up machine with round numbers (every figure invented for the test):
 # 10 GFLOP/s, L1 40 GB/s at 1 pJ/B, L2 20 GB/s with no energy figure, DRAM 5 GB/s at
-# 400 pJ/B; 100 pJ a flop, 2 W constant; ceilings at 5 and 2 GFLOP/s.
+# 400 pJ/B; 100 pJ a flop, 2 W constant; ceilings at 5 and 2 GFLOP/s and at 2.5 GB/s (DRAM).
 TOY = """\
 [machine]
 name = "toy"
@@ -55,6 +55,7 @@ bandwidth = 20.0
 [memory]
 name = "DRAM"
 bandwidth = 5.0
+ceilings = { "no prefetch" = 2.5 }
 
 [energy]
 flop_pj = 100.0
@@ -95,6 +96,8 @@ def test_model_from_machine_file(model):
     assert model.uncharged == ("L2",) and model.untimed == ()
     assert [c.name for c in model.ceilings] == ["no FMA", "scalar"]
     assert model.ceilings[0].means  # the machine file's known name carries its meaning
+    assert [(c.level, c.name, c.value) for c in model.bandwidth_ceilings] == [
+        ("DRAM", "no prefetch", 2.5)]  # fmt: skip
     assert model.source == "made up for the tests"
 
 
@@ -216,6 +219,13 @@ def test_ceilings_cost_constant_energy(model):
     assert low.power(10.0) < model.power(10.0)
     # bandwidth-bound far below both ridges, a ceiling changes nothing
     assert low.efficiency(0.1) == pytest.approx(model.efficiency(0.1))
+    # a bandwidth ceiling ("no prefetch", 2.5 GB/s): at I = 0.1 the bytes of a flop take
+    # 1 / (0.1 x 2.5) = 4 ns instead of 2 ns: 2 W x 2 ns = 4000 pJ more, same bytes' energy
+    slow = model.with_bandwidth("DRAM", 2.5)
+    assert slow.pj_per_flop(0.1) - model.pj_per_flop(0.1) == pytest.approx(4000.0)
+    assert slow.power(0.1) < model.power(0.1)
+    assert slow.efficiency(100.0) == pytest.approx(model.efficiency(100.0))  # compute-bound
+    assert slow.level("L1") == model.level("L1")
 
 
 # --------------------------------------------------------------------------- from runs
@@ -348,6 +358,7 @@ def test_plot_efficiency(toy, model):
         "no FMA (5 GFLOP/s)",
         "scalar (2 GFLOP/s)",
         "DRAM time ridge 2",
+        "DRAM no prefetch (2.5 GB/s)",
         "energy balance 4",
         "energy ridge 1.6",
         "max 3.33 GFLOP/J",
@@ -355,7 +366,9 @@ def test_plot_efficiency(toy, model):
     ):
         assert word in t, word  # fmt: skip
     dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
-    assert len(dashed) >= 2  # one per ceiling (+ the energy ridge's vertical)
+    assert len(dashed) == 3  # one per compute ceiling + the energy ridge's vertical
+    dashdot = [line for line in ax.lines if line.get_linestyle() == "-."]
+    assert len(dashdot) == 2  # the bandwidth ceiling + the time ridge's vertical
     dots = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata())]
     assert len(dots) == 2  # the run's L1 and DRAM AIs, each on its level's arch
     assert "a run: each level's AI, on its curve" in labels

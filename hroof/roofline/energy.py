@@ -45,9 +45,13 @@ Against one level's arithmetic intensity ``I = W / Q`` (FLOP/byte), with
   power"). Without ``pi0`` this is Ghane et al.'s ``P = W/t * (eps_flop + Q/W *
   eps_mem) = W/t * E_W`` (references/energy-roofline.zh.txt).
 
-A *ceiling* (a compute ceiling of the machine file: "no FMA", "scalar", ...)
-replaces the peak by a lower rate: the flops take longer, so the compute-bound
-runs spend more constant energy and draw less power.
+A *ceiling* of the machine file replaces a roof by a lower one: a compute
+ceiling ("no FMA", "scalar", ...) the peak (:meth:`EnergyModel.with_peak`), so
+the flops take longer and compute-bound runs spend more constant energy and
+draw less power; a bandwidth ceiling ("no prefetch", "uncoalesced", ...) a
+level's bandwidth (:meth:`EnergyModel.with_bandwidth`), so the bytes take
+longer and bandwidth-bound runs pay the same way (Ghane et al.'s memory
+ceilings: strided access, abandoned threads).
 
 Units: energies per flop and per byte in pJ (1e-12 J), power in W, time in s,
 peak in GFLOP/s, bandwidths in GB/s (1e9 bytes/s), AI in FLOP/byte, efficiency
@@ -78,7 +82,7 @@ import numpy as np
 
 from hroof.cachesim.result import SimResult
 from hroof.errors import ConfigError, HroofError
-from hroof.roofline.machine import Machine
+from hroof.roofline.machine import Ceiling, Machine
 
 #: 1 pJ/flop at 1 GFLOP/s is 1e-3 W; 1 W for 1 / (1 GFLOP/s) is 1e3 pJ per flop.
 _MILLI = 1e-3
@@ -97,15 +101,6 @@ class LevelCost:
 
 
 @dataclass(frozen=True)
-class ComputeCeiling:
-    """A compute ceiling below the peak (GFLOP/s) and the optimisation it stands for."""
-
-    name: str
-    value: float
-    means: str = ""
-
-
-@dataclass(frozen=True)
 class EnergyModel:
     """A machine's figures for the roofline model of energy.
 
@@ -121,8 +116,10 @@ class EnergyModel:
         Constant power pi0, W.
     levels : tuple of LevelCost
         Every cache level, L1 first, then memory (the last).
-    ceilings : tuple of ComputeCeiling
-        Compute ceilings below the peak, highest first.
+    ceilings : tuple of Ceiling
+        Compute ceilings below the peak, highest first (GFLOP/s).
+    bandwidth_ceilings : tuple of Ceiling
+        Bandwidth ceilings under the levels' roofs (GB/s; ``level`` names the level).
     source : str or None
         Where the energy figures come from (the ``[energy] source`` text).
 
@@ -147,7 +144,8 @@ class EnergyModel:
     flop_pj: float
     constant_w: float
     levels: tuple[LevelCost, ...]
-    ceilings: tuple[ComputeCeiling, ...] = ()
+    ceilings: tuple[Ceiling, ...] = ()
+    bandwidth_ceilings: tuple[Ceiling, ...] = ()
     source: str | None = None
 
     def __post_init__(self):
@@ -229,6 +227,13 @@ class EnergyModel:
     def with_peak(self, peak: float) -> EnergyModel:
         """The same machine with the flops running at ``peak`` GFLOP/s (a ceiling)."""
         return replace(self, peak=float(peak))
+
+    def with_bandwidth(self, level: str | None, bandwidth: float) -> EnergyModel:
+        """The same machine with ``level`` (default memory) at ``bandwidth`` GB/s (a ceiling)."""
+        name = self.level(level).name
+        levels = tuple(replace(lv, bandwidth=float(bandwidth)) if lv.name == name else lv
+                       for lv in self.levels)  # fmt: skip
+        return replace(self, levels=levels)
 
     def time_balance(self, level: str | None = None) -> float:
         """B_tau, FLOP/byte: the time roofline's ridge of ``level`` (default memory)."""
@@ -368,6 +373,10 @@ class EnergyModel:
             ],
             "ceilings": [
                 {"name": c.name, "gflop_s": c.value, "means": c.means} for c in self.ceilings
+            ],
+            "bandwidth_ceilings": [
+                {"level": c.level, "name": c.name, "gb_s": c.value, "means": c.means}
+                for c in self.bandwidth_ceilings
             ],
             "source": self.source,
         }
@@ -577,18 +586,14 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
             f"one of its levels: {', '.join(names)}"
         )
     levels = tuple(LevelCost(name, bw, byte_pj.get(name)) for name, bw in machine.all_bandwidths())
-    ceilings = tuple(
-        ComputeCeiling(c.name, float(c.value), getattr(c, "means", "") or "")
-        for c in machine.ceilings
-        if getattr(c, "level", None) is None
-    )
     return EnergyModel(
         machine=machine.name,
         peak=float(machine.peak),
         flop_pj=float(energy.flop_pj),
         constant_w=float(energy.constant_w),
         levels=levels,
-        ceilings=ceilings,
+        ceilings=tuple(c for c in machine.ceilings if c.level is None),
+        bandwidth_ceilings=tuple(machine.bandwidth_ceilings),
         source=getattr(energy, "source", None),
     )
 
@@ -629,7 +634,6 @@ def run_energy(result: SimResult, machine: Machine | EnergyModel) -> EnergyEstim
 
 
 __all__ = [
-    "ComputeCeiling",
     "EnergyEstimate",
     "EnergyModel",
     "EnergyPart",

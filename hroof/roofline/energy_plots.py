@@ -8,7 +8,8 @@ a new figure made without pyplot) and returns the figure.
 * :func:`plot_efficiency`: GFLOP/J against AI (log-log), one arch per level
   that has an energy per byte; the time ridge, the energy balance and the
   energy ridge of memory marked; the compute ceilings as labelled dashed arches
-  (a lower ceiling, a longer run, more constant energy); a run as one dot per
+  and memory's bandwidth ceilings as dash-dotted ones (a lower ceiling, a
+  longer run, more constant energy); a run as one dot per
   level, on that level's arch at that level's AI, and its total efficiency.
 * :func:`plot_power`: W against AI (log AI), the same curves: each climbs while
   bandwidth-bound and falls once compute-bound, peaking at the time ridge.
@@ -81,7 +82,7 @@ def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
 
 
 def _ceiling_label(c) -> str:
-    return f"{c.name} ({c.value:g} GFLOP/s)"
+    return f"{c.name} ({c.value:g} {c.unit})"
 
 
 def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
@@ -102,6 +103,14 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
         ax.plot(x, y, color="grey", lw=1.0, ls="--")
         ax.text(x[-1], y[-1], _ceiling_label(c), fontsize=7, color="dimgrey", ha="right",
                 va="bottom")  # fmt: skip
+    for c in model.bandwidth_ceilings:
+        if c.level != mem:
+            continue  # the caches' ceilings would bury their curves; memory's is the one drawn
+        low = model.with_bandwidth(mem, c.value)
+        y = getattr(low, what)(x, mem)
+        ax.plot(x, y, color="grey", lw=1.0, ls="-.")
+        ax.text(x[0], y[0], f"{mem} {c.name} ({c.value:g} GB/s)", fontsize=7, color="dimgrey",
+                ha="left", va="top")  # fmt: skip
     unit = "GFLOP/J" if what == "efficiency" else "W"
     for k, (run, r) in enumerate(zip(runs, results, strict=True)):
         est = model.estimate(r.flops, level_bytes(r)) if r.flops else None
@@ -140,7 +149,8 @@ def plot_efficiency(
 
     Marked: memory's time ridge, energy balance and energy ridge (half the
     maximum efficiency); the maximum efficiency ``1 / eps_hat`` (dotted); the
-    compute ceilings (dashed, labelled with their name and GFLOP/s). Each run
+    compute ceilings (dashed, labelled with their name and GFLOP/s) and memory's
+    bandwidth ceilings (dash-dotted, with their GB/s). Each run
     is one dot per level, at that level's AI on that level's arch, and a black
     segment at the run's total efficiency (every level charged at once).
     """
