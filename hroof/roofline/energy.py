@@ -22,7 +22,7 @@ From ``E`` and ``T``: the average power ``P = E / T`` (W), the energy
 efficiency ``W / E`` (GFLOP/J) and the energy per flop ``E / W`` (pJ/FLOP).
 
 Against one level's arithmetic intensity ``I = W / Q`` (FLOP/byte), with
-``tau_flop = 1 / peak`` and ``tau_l = 1 / bandwidth_l`` (Choi et al. eq. 3-7):
+``tau_flop = 1 / peak`` and ``tau_l = 1 / bandwidth_l`` (Choi et al., section II):
 
 * the *time balance* (the time roofline's ridge) is ``B_tau = peak / bandwidth``;
 * the *energy balance* ``B_eps = eps_l / eps_flop`` is the AI at which the
