@@ -1138,6 +1138,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
+
+    from hroof.commands import spmv_blocking
+
+    spmv_blocking.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
