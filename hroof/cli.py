@@ -1139,9 +1139,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
 
-    from hroof.commands import spmv_blocking
+    from hroof.commands import spmv_blocking, table
 
     spmv_blocking.register(sub, msub)
+    table.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
