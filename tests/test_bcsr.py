@@ -143,7 +143,11 @@ def test_padding_counted():
     x = next(a for a in plan.arrays if a.name == "x")
     y = next(a for a in plan.arrays if a.name == "y")
     assert (x.count, y.count) == (12, 12)
-    assert "padding 2 rows, 2 columns" in plan.notes
+    assert "padding 2 rows, 2 columns)" in plan.notes
+    # Tridiagonal 5x5 (13 nonzeros) in 2x2 blocks on 6x6: block rows hold 2, 3 and 2 blocks.
+    one = plan_kernel("spmv", matrix="banded", rows=5, band=1, storage="bcsr", r=2, c=2)
+    assert one.extra["blocks"] == 7 and one.extra["nnz"] == 13
+    assert "execute 56 (2 per stored entry" in one.notes and "padding 1 row, 1 column)" in one.notes
 
 
 def test_dof_blocks_is_the_kronecker_product():

@@ -612,11 +612,13 @@ def _build_bcsr(p: dict) -> Plan:
     x_blocks = int(np.count_nonzero(np.bincount(b.bcol, minlength=b.nbcols))) if nb else 0
     executed = 2 * b.stored
     extra = {"storage": "bcsr", **b.to_dict(), "executed_flops": executed}
+    rows_word = "row" if b.pad_rows == 1 else "rows"
+    cols_word = "column" if b.pad_cols == 1 else "columns"
     notes = (
-        f"flops are the useful ones, 2 per true nonzero ({2 * b.nnz:,}), used for every AI; "
-        f"the {r}x{c} blocks execute 2 per stored entry: {executed:,} flops "
-        f"(fill ratio {b.fill_ratio:.3f}: {b.stored:,} stored for {b.nnz:,} nonzeros, "
-        f"{b.explicit_zeros:,} explicit zeros; padding {b.pad_rows} rows, {b.pad_cols} columns)"
+        f"useful: 2 per true nonzero, used for every AI; the {r}x{c} blocks execute "
+        f"{executed:,} (2 per stored entry; fill ratio {b.fill_ratio:.3f}: {b.stored:,} stored "
+        f"for {b.nnz:,} nonzeros, {b.explicit_zeros:,} explicit zeros; padding "
+        f"{b.pad_rows} {rows_word}, {b.pad_cols} {cols_word})"
     )
     return Plan(
         arrays=arrays,
