@@ -142,3 +142,20 @@ def test_cli_bad_input(capsys, tmp_path, argv, words):
     for w in words:
         assert w in err.lower()
     assert not out.exists()
+
+
+def test_cli_on_a_matrix_market_file(capsys, tmp_path):
+    """A .mtx matrix: 5x5 with 10 nonzeros (the hand case of tests/test_bcsr.py); 2x2 pads
+    it to 6x6 and stores 24 entries (fill 2.4), one 5x5 block stores 25 (fill 2.5)."""
+    from test_bcsr import HAND
+
+    path = tmp_path / "hand.mtx"
+    path.write_text(HAND)
+    code, out, err = run(capsys, "spmv-blocking", path, "--blocks", "2x2,5x5", "--json", "-q",
+                         "--machine", "teaching")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    fills = [(p["label"], p["blocking"]["fill_ratio"]) for p in doc["points"]]
+    assert fills == [("CSR", 1.0), ("2x2", 2.4), ("5x5", 2.5)]
+    assert doc["points"][1]["blocking"]["pad_rows"] == 1
+    assert doc["matrix"]["matrix"] == str(path)

@@ -187,28 +187,26 @@ def cmd_spmv_blocking(args: argparse.Namespace) -> int:
     import json
 
     from hroof.cli import _emit
-    from hroof.roofline.blocking import blocking_doc, blocking_grid, parse_blocks, run_blocking
+    from hroof.roofline.blocking import blocking_doc, parse_blocks, plan_blocking, run_blocking
     from hroof.roofline.machine import load_machine
-    from hroof.traces import get_kernel, parse_assignments
+    from hroof.traces import parse_assignments
 
     blocks = parse_blocks(args.blocks)
     matrix = {"matrix": args.matrix, **parse_assignments(args.params)}
     if "matrix" in parse_assignments(args.params):
         raise HroofError("give the matrix once, as MATRIX, not also as matrix=")
-    kernel = get_kernel("spmv")
-    grid = blocking_grid(matrix, blocks, csr=not args.no_csr)
-    for p in grid:  # bad parameters and blocks larger than the matrix, before the machine
-        kernel.bind(**p)
+    # bad parameters and blocks larger than the matrix, before the machine
+    plans = plan_blocking(matrix, blocks, csr=not args.no_csr)
     machine = load_machine(args.machine)
     if args.out is not None:
         try:
             Path(args.out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise HroofError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
-    with Progress(len(grid), enabled=False if args.quiet else None, unit="storages") as bar:
+    with Progress(len(plans), enabled=False if args.quiet else None, unit="storages") as bar:
         points = run_blocking(
             matrix, blocks, machine.hierarchy, csr=not args.no_csr, workers=args.workers,
-            use_cache=not args.no_cache, progress=bar,
+            use_cache=not args.no_cache, progress=bar, plans=plans,
         )  # fmt: skip
     written = _outputs(Path(args.out), points, machine) if args.out is not None else []
     if args.json:

@@ -30,6 +30,7 @@ from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.errors import HroofError
 from hroof.roofline.analysis import roofline
 from hroof.roofline.machine import Machine
+from hroof.traces.kernels import Plan
 
 #: Block sizes simulated when none are given.
 DEFAULT_BLOCKS = ((1, 1), (2, 2), (4, 4))
@@ -133,6 +134,16 @@ def blocking_grid(matrix: dict, blocks: Sequence[tuple[int, int]], *, csr: bool 
     return grid
 
 
+def plan_blocking(matrix: dict, blocks: Sequence[tuple[int, int]], *, csr: bool = True
+                  ) -> list[Plan]:  # fmt: skip
+    """The bound ``spmv`` plans of a blocking study (raises for any bad parameter or a
+    block larger than the matrix)."""
+    from hroof.traces import get_kernel
+
+    kernel = get_kernel("spmv")
+    return [kernel.bind(**p) for p in blocking_grid(matrix, blocks, csr=csr)]
+
+
 def run_blocking(
     matrix: dict,
     blocks: Sequence[tuple[int, int]] = DEFAULT_BLOCKS,
@@ -143,6 +154,7 @@ def run_blocking(
     workers: int | None = None,
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
+    plans: Sequence[Plan] | None = None,
 ) -> list[BlockingPoint]:
     """Simulate SpMV on one matrix in CSR and in each ``r x c`` block size.
 
@@ -161,6 +173,10 @@ def run_blocking(
     classify, workers, use_cache, progress
         As for :func:`hroof.roofline.sweep.run_sweep` (results are cached the
         same way; ``progress`` is called with 1 per point).
+    plans : sequence of Plan, optional
+        The bound plans of :func:`plan_blocking` (``matrix``, ``blocks`` and
+        ``csr`` are then ignored): a caller that validated them already need
+        not build the matrix again.
 
     Returns
     -------
@@ -175,13 +191,11 @@ def run_blocking(
     """
     from hroof.cachesim import resolve_machine
     from hroof.roofline.sweep import run_sweep
-    from hroof.traces import get_kernel
 
     if hierarchy is None:
         hierarchy = resolve_machine(None)
-    grid = blocking_grid(matrix, blocks, csr=csr)
-    kernel = get_kernel("spmv")
-    plans = [kernel.bind(**p) for p in grid]  # every error before any simulation
+    if plans is None:
+        plans = plan_blocking(matrix, blocks, csr=csr)  # every error before any simulation
     points = run_sweep("spmv", [p.params for p in plans], hierarchy, classify=classify,
                        workers=workers, use_cache=use_cache, progress=progress)  # fmt: skip
     out = []
