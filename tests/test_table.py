@@ -283,3 +283,17 @@ def test_machine_from_dict_roundtrip():
     m = machine_from_dict({"compute": {"peak": 8.0}, "memory": {"bandwidth": 4.0},
                            "level": [{"name": "L1", "size": 1024, "ways": 2}]})  # fmt: skip
     assert table_row("stencil7", 8, machine=m).bound == pytest.approx(4 * 7 / 16)
+
+
+def test_bound_uses_the_fp64_peak():
+    """Every row is double precision: a machine whose roof is fp32 is compared at its fp64
+    peak, and one that gives no fp64 peak gets no bound."""
+    level = [{"name": "L1", "size": 1024, "ways": 2}]
+    gpu = machine_from_dict({"compute": {"peak": 100.0, "precision": "fp32",
+                                         "peaks": {"fp64": 50.0}},
+                             "memory": {"bandwidth": 10.0}, "level": level})  # fmt: skip
+    r = table_row("dgemm", 64, machine=gpu)  # AI 4: 40 GFLOP/s against the fp64 roof
+    assert (r.ridge, r.bound, r.region) == (5.0, 40.0, "memory-bound")
+    fp32 = machine_from_dict({"compute": {"peak": 100.0, "precision": "fp32"},
+                              "memory": {"bandwidth": 10.0}, "level": level})  # fmt: skip
+    assert table_row("dgemm", 64, machine=fp32).bound is None

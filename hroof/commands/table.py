@@ -115,6 +115,7 @@ def run_table(args) -> dict:
         KERNELS,
         build_table,
         finish_simulation,
+        fp64_peak,
         get_table_kernel,
         plan_simulation,
     )
@@ -142,13 +143,15 @@ def run_table(args) -> dict:
                 result = simulate_kernel(plan, machine.hierarchy, progress=bar)
                 sims[i] = finish_simulation(stub, result)
     mem = machine.memory_bandwidth
+    peak = fp64_peak(machine)
     return {
         "schema": "hroof.table/1",
         "machine": {
             "name": machine.name,
-            "peak_gflop_s": machine.peak,
+            "peak_gflop_s": peak,
+            "precision": "fp64",
             "memory_bandwidth_gb_s": mem,
-            "ridge_point": machine.peak / mem if machine.peak and mem else None,
+            "ridge_point": peak / mem if peak and mem else None,
         },
         "rows": [
             {**row.to_dict(), "simulated": None if sim is None else sim.to_dict()}
@@ -182,11 +185,11 @@ def format_table(doc: dict, *, explain: bool = False) -> str:
             row += [f"{r['bound_gflop_s']:.3g}", r["region"]]
         rows.append(row)
     if known:
-        head = (f"machine   {m['name']}: peak {m['peak_gflop_s']:g} GFLOP/s, memory "
+        head = (f"machine   {m['name']}: fp64 peak {m['peak_gflop_s']:g} GFLOP/s, memory "
                 f"{m['memory_bandwidth_gb_s']:g} GB/s, ridge point {_ai(m['ridge_point'])} "
                 "FLOP/byte")  # fmt: skip
     else:
-        head = (f"machine   {m['name']} (no compute peak or memory bandwidth: no bounds; "
+        head = (f"machine   {m['name']} (no fp64 peak or no memory bandwidth: no bounds; "
                 "see 'hroof machine show')")  # fmt: skip
     lines = [
         "Kernel table: double precision; compulsory bytes = every input read once, every "

@@ -341,7 +341,8 @@ def table_row(
     nnz_per_row : int
         Nonzeros a row of the ``cg`` and ``spmv`` operator.
     machine : Machine, optional
-        For the ridge point, bound and region (memory bandwidth and peak).
+        For the ridge point, bound and region: its memory bandwidth and its
+        fp64 peak (:func:`fp64_peak`; every row is double precision).
 
     Raises
     ------
@@ -362,13 +363,27 @@ def table_row(
     flops, nbytes = kern.flops(n, k), kern.data(n, k)
     ai = flops / nbytes
     ridge = bound = region = None
-    if machine is not None and machine.peak is not None and machine.memory_bandwidth:
-        ridge = machine.peak / machine.memory_bandwidth
-        bound = min(machine.peak, ai * machine.memory_bandwidth)
+    peak = fp64_peak(machine) if machine is not None else None
+    if peak is not None and machine.memory_bandwidth:
+        ridge = peak / machine.memory_bandwidth
+        bound = min(peak, ai * machine.memory_bandwidth)
         region = "memory-bound" if ai < ridge else "compute-bound"
     uses_k = kern.name in ("cg", "spmv")
     return Row(kern.name, n, k if uses_k else None, flops, nbytes, ai, kern.orders,
                kern.lecture, ridge, bound, region)  # fmt: skip
+
+
+def fp64_peak(machine: Machine) -> float | None:
+    """The machine's double-precision peak, GFLOP/s (None when its file gives none).
+
+    The table's kernels are all double precision, so a machine whose roof is
+    at another precision (a GPU's fp32 ``peak``) is compared at its ``fp64``
+    entry of ``peaks``.
+    """
+    peak_for = getattr(machine, "peak_for", None)
+    if peak_for is None:  # a Machine without per-precision peaks: its peak is fp64
+        return machine.peak
+    return peak_for("fp64")
 
 
 def _root(n: int, d: int) -> int:
@@ -525,6 +540,7 @@ __all__ = [
     "ai_of",
     "build_table",
     "check_n",
+    "fp64_peak",
     "get_table_kernel",
     "largest_n",
     "mg_points",
