@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hroof
-from hroof.commands import energy as _energy_command
 from hroof.errors import HroofError, suggest
 from hroof.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
@@ -1177,7 +1176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
-    _energy_command.register(sub, msub)
+
+    # Commands kept in hroof/commands/, one module per topic.
+    from hroof.commands import energy, spmv_blocking, table
+
+    for module in (energy, spmv_blocking, table):
+        module.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
