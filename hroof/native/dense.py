@@ -94,6 +94,7 @@ def gemm_kji(A, B, C, m, n, k, ti, tj, tk):
                         for i in range(ii, min(ii + ti, m)):
                             C[i, j] += A[i, p] * B[p, j]
 
+
 #: The native function of each loop order (outermost first; ``k`` is the p loop).
 GEMM = {
     "ijk": gemm_ijk,
