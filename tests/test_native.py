@@ -59,7 +59,7 @@ def test_stream_kernels_match_numpy(dtype):
 
 
 def test_nt_is_accepted_and_said_to_be_ignored():
-    plan, prep, before = run_once("copy", n=8, nt=True)
+    _plan, prep, before = run_once("copy", n=8, nt=True)
     np.testing.assert_array_equal(prep.arrays["c"], before["a"])
     assert "ignored" in prep.notes
     assert prepare(plan_kernel("copy", n=8)).notes == ""
@@ -79,7 +79,7 @@ def test_arena_keeps_the_trace_layout():
 # ----------------------------------------------------------------- stencils
 def grid(flat, plan, three_d):
     """The (nz+2, ny+2, jS) (3D) or (ny+2, jS) (2D) view of a flat stencil array."""
-    _offs, _a, _b, _e, _o, js, ks, nx, ny, nz, _bj, _bk = plan.args
+    _offs, _a, _b, _e, _o, js, ks, _nx, ny, nz, _bj, _bk = plan.args
     if three_d:
         return flat.reshape(nz + 2, ks)[:, : js * (ny + 2)].reshape(nz + 2, ny + 2, js)
     return flat.reshape(ny + 2, js)
@@ -188,7 +188,7 @@ def test_gemm_matches_numpy(order, tiles):
 def test_gemm_tiled_loop_order_sums_like_python():
     """Float32 sums depend on the order of p: the tiled ikj nest adds in the trace's order."""
     m, n, k = 2, 3, 5
-    plan, prep, before = run_once("gemm", m=m, n=n, k=k, order="kij", tk=2, dtype="float32")
+    _plan, prep, before = run_once("gemm", m=m, n=n, k=k, order="kij", tk=2, dtype="float32")
     a, b = before["A"].reshape(m, k), before["B"].reshape(k, n)
     c = before["C"].reshape(m, n).copy()
     for p in range(k):  # kij: p outermost, so each C[i][j] gets its terms in p order
@@ -237,7 +237,7 @@ def test_kernel_without_native_twin_is_a_clear_error():
 
 
 def test_parameters_are_validated_like_simulate():
-    with pytest.raises(HroofError, match="unknown kernel 'triadd'.*did you mean 'triad'"):
+    with pytest.raises(HroofError, match=r"unknown kernel 'triadd'.*did you mean 'triad'"):
         measure_kernel("triadd")
     with pytest.raises(HroofError, match="has no parameter 'm'"):
         measure_kernel("triad", m=4)
