@@ -89,6 +89,18 @@ def native_kernels() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def require_native(kernel: str) -> Callable[[Plan], Prepared]:
+    """The native ``prepare`` of ``kernel``; a HroofError naming the native kernels if none."""
+    _load()
+    try:
+        return _REGISTRY[kernel]
+    except KeyError:
+        raise HroofError(
+            f"kernel {kernel} has no native implementation; "
+            f"native kernels: {', '.join(native_kernels())}"
+        ) from None
+
+
 def prepare(plan: Plan) -> Prepared:
     """Allocate and fill ``plan``'s arrays and return its native run.
 
@@ -97,15 +109,7 @@ def prepare(plan: Plan) -> Prepared:
     HroofError
         If the kernel has no native implementation.
     """
-    _load()
-    try:
-        fn = _REGISTRY[plan.kernel]
-    except KeyError:
-        raise HroofError(
-            f"kernel {plan.kernel} has no native implementation; "
-            f"native kernels: {', '.join(native_kernels())}"
-        ) from None
-    return fn(plan)
+    return require_native(plan.kernel)(plan)
 
 
 def arena(arrays: tuple[Array, ...], dtypes: dict[str, type], align: int = 64) -> dict:

@@ -37,8 +37,9 @@ class Measurement:
         Where the native run differs from the trace.
 
     The rates divide by the median run time (``*_best`` by the fastest, ``*_worst``
-    by the slowest): ``gflop_s`` in GFLOP/s (1e9 FLOP/s), ``footprint_gb_s`` and
-    ``core_gb_s`` in GB/s (1e9 bytes/s).
+    by the slowest, ``gflop_s_iqr`` by the quartiles; in the JSON ``gflop_s_min`` ..
+    ``gflop_s_max`` and ``gflop_s_q1`` .. ``gflop_s_q3``): ``gflop_s`` in GFLOP/s
+    (1e9 FLOP/s), ``footprint_gb_s`` and ``core_gb_s`` in GB/s (1e9 bytes/s).
     """
 
     kernel: str
@@ -62,6 +63,11 @@ class Measurement:
         return _rate(self.flops, self.timing.maximum)
 
     @property
+    def gflop_s_iqr(self) -> tuple[float | None, float | None]:
+        """GFLOP/s at the third and first quartiles of the run time (slower, faster)."""
+        return _rate(self.flops, self.timing.q3), _rate(self.flops, self.timing.q1)
+
+    @property
     def footprint_gb_s(self) -> float | None:
         return _rate(self.footprint, self.timing.median)
 
@@ -81,6 +87,8 @@ class Measurement:
             "gflop_s": self.gflop_s,
             "gflop_s_min": self.gflop_s_worst,
             "gflop_s_max": self.gflop_s_best,
+            "gflop_s_q1": self.gflop_s_iqr[0],
+            "gflop_s_q3": self.gflop_s_iqr[1],
             "footprint_gb_s": self.footprint_gb_s,
             "core_gb_s": self.core_gb_s,
             "notes": self.notes,
