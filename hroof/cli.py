@@ -957,6 +957,7 @@ examples:
   hroof kernels                               the kernels and their parameters
   hroof simulate stencil7 n=128               per-level table of one run
   hroof sweep stencil7 n=8..256:x2 --out d/   a size sweep, with figures and report
+  hroof run stencil7 n=128 --predict          run it natively: measured vs predicted
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof machine show skylake-sp               a machine: levels, bandwidths, peak
 
@@ -1235,6 +1236,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
+
+    from hroof.commands import run as _run
+
+    _run.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
@@ -1272,7 +1277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             choices = (
                 "show, list, detect"
                 if which is not parser
-                else "kernels, simulate, sweep, trace, machine, demo"
+                else "kernels, simulate, sweep, run, trace, machine, demo"
             )
             which.error(f"missing command; choose one of {choices}")
     except SystemExit as exc:  # --help, --version, usage errors
