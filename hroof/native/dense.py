@@ -1,18 +1,22 @@
 """Native DGEMV and GEMM (hroof.traces.dense): row-major, the trace's loops.
 
-dgemv accumulates each row's sum in a register and stores ``y[i]`` once, as
-the trace does. gemm has one function per loop order, each the tiled loop nest
-of the trace (tile loops in ``order``, then the in-tile loops in ``order``;
-a tile size of 0 is one tile of the whole loop) around
-``C[i, j] += A[i, p] * B[p, j]``. The trace loads and stores ``C[i][j]`` in every
-iteration; natively the compiler may keep it in a register when ``p`` is the
-innermost loop (that is the real kernel's right). Every run adds ``A B`` to
-``C`` again (linear growth, no reset needed).
+dgemv accumulates each row's sum in a register and stores ``y[i]`` once, as the
+trace does. It is compiled without fast-math (like C at -O2 without
+-ffast-math), so the sum keeps its order and is not vectorised.
+
+gemm has one function per loop order, each the tiled loop nest of the trace
+(tile loops in ``order``, then the in-tile loops in ``order``; a tile size of 0
+is one tile of the whole loop) around ``C[i, j] += A[i, p] * B[p, j]``. The
+in-tile indices are unsigned, so Numba needs no negative-index wraparound check
+and LLVM can vectorise the innermost loop. The trace loads and stores
+``C[i][j]`` in every iteration; natively the compiler may keep it in a register
+when ``p`` is the innermost loop (the real kernel's right). Every run adds
+``A B`` to ``C`` again (linear growth, no reset needed).
 """
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, uint64
 
 from hroof.cachesim._jit import JIT
 from hroof.native.core import FLOATS, Prepared, arena, fill, native, snapshot
@@ -34,9 +38,9 @@ def gemm_ijk(A, B, C, m, n, k, ti, tj, tk):
     for ii in range(0, m, ti):
         for jj in range(0, n, tj):
             for pp in range(0, k, tk):
-                for i in range(ii, min(ii + ti, m)):
-                    for j in range(jj, min(jj + tj, n)):
-                        for p in range(pp, min(pp + tk, k)):
+                for i in range(uint64(ii), uint64(min(ii + ti, m))):
+                    for j in range(uint64(jj), uint64(min(jj + tj, n))):
+                        for p in range(uint64(pp), uint64(min(pp + tk, k))):
                             C[i, j] += A[i, p] * B[p, j]
 
 
@@ -45,9 +49,9 @@ def gemm_ikj(A, B, C, m, n, k, ti, tj, tk):
     for ii in range(0, m, ti):
         for pp in range(0, k, tk):
             for jj in range(0, n, tj):
-                for i in range(ii, min(ii + ti, m)):
-                    for p in range(pp, min(pp + tk, k)):
-                        for j in range(jj, min(jj + tj, n)):
+                for i in range(uint64(ii), uint64(min(ii + ti, m))):
+                    for p in range(uint64(pp), uint64(min(pp + tk, k))):
+                        for j in range(uint64(jj), uint64(min(jj + tj, n))):
                             C[i, j] += A[i, p] * B[p, j]
 
 
@@ -56,9 +60,9 @@ def gemm_jik(A, B, C, m, n, k, ti, tj, tk):
     for jj in range(0, n, tj):
         for ii in range(0, m, ti):
             for pp in range(0, k, tk):
-                for j in range(jj, min(jj + tj, n)):
-                    for i in range(ii, min(ii + ti, m)):
-                        for p in range(pp, min(pp + tk, k)):
+                for j in range(uint64(jj), uint64(min(jj + tj, n))):
+                    for i in range(uint64(ii), uint64(min(ii + ti, m))):
+                        for p in range(uint64(pp), uint64(min(pp + tk, k))):
                             C[i, j] += A[i, p] * B[p, j]
 
 
@@ -67,9 +71,9 @@ def gemm_jki(A, B, C, m, n, k, ti, tj, tk):
     for jj in range(0, n, tj):
         for pp in range(0, k, tk):
             for ii in range(0, m, ti):
-                for j in range(jj, min(jj + tj, n)):
-                    for p in range(pp, min(pp + tk, k)):
-                        for i in range(ii, min(ii + ti, m)):
+                for j in range(uint64(jj), uint64(min(jj + tj, n))):
+                    for p in range(uint64(pp), uint64(min(pp + tk, k))):
+                        for i in range(uint64(ii), uint64(min(ii + ti, m))):
                             C[i, j] += A[i, p] * B[p, j]
 
 
@@ -78,9 +82,9 @@ def gemm_kij(A, B, C, m, n, k, ti, tj, tk):
     for pp in range(0, k, tk):
         for ii in range(0, m, ti):
             for jj in range(0, n, tj):
-                for p in range(pp, min(pp + tk, k)):
-                    for i in range(ii, min(ii + ti, m)):
-                        for j in range(jj, min(jj + tj, n)):
+                for p in range(uint64(pp), uint64(min(pp + tk, k))):
+                    for i in range(uint64(ii), uint64(min(ii + ti, m))):
+                        for j in range(uint64(jj), uint64(min(jj + tj, n))):
                             C[i, j] += A[i, p] * B[p, j]
 
 
@@ -89,9 +93,9 @@ def gemm_kji(A, B, C, m, n, k, ti, tj, tk):
     for pp in range(0, k, tk):
         for jj in range(0, n, tj):
             for ii in range(0, m, ti):
-                for p in range(pp, min(pp + tk, k)):
-                    for j in range(jj, min(jj + tj, n)):
-                        for i in range(ii, min(ii + ti, m)):
+                for p in range(uint64(pp), uint64(min(pp + tk, k))):
+                    for j in range(uint64(jj), uint64(min(jj + tj, n))):
+                        for i in range(uint64(ii), uint64(min(ii + ti, m))):
                             C[i, j] += A[i, p] * B[p, j]
 
 

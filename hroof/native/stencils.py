@@ -15,14 +15,17 @@ exactly as the trace generator does. ``sweeps`` time steps swap ``old`` and
   over the offsets in the trace's lexicographic order), with weights
   ``-88/26, 6/26, 3/26, 2/26`` (any weights cost the same flops).
 
-The halo is filled once and never written. With two sweeps or more the run
-overwrites its own input, so the timed repeats restore both grids first
-(untimed), or the values would grow by up to 12x a sweep towards overflow.
+Indices are unsigned (``uint64``): Numba then emits no negative-index
+wraparound check on ``a[p - 1]`` and LLVM vectorises the ``i`` loop (about six
+times faster on the host measured). The halo is filled once and never written.
+With two sweeps or more the run overwrites its own input, so the timed repeats
+restore both grids first (untimed), or the values would grow by up to 12x a
+sweep towards overflow.
 """
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, uint64
 
 from hroof.cachesim._jit import JIT
 from hroof.native.core import FLOATS, Prepared, arena, fill, native, restorer, snapshot
@@ -34,48 +37,51 @@ W27 = (-88 / 26, 6 / 26, 3 / 26, 2 / 26)
 
 @njit(**JIT)
 def stencil5(old, new, origin, js, nx, ny, sweeps, w):
+    one, uj = uint64(1), uint64(js)
     for s in range(sweeps):
         a, b = (old, new) if s % 2 == 0 else (new, old)
         for j in range(ny):
-            c = origin + j * js
-            for i in range(nx):
+            c = uint64(origin + j * js)
+            for i in range(uint64(nx)):
                 p = c + i
-                b[p] = w * a[p] + a[p - 1] + a[p + 1] + a[p - js] + a[p + js]
+                b[p] = w * a[p] + a[p - one] + a[p + one] + a[p - uj] + a[p + uj]
 
 
 @njit(**JIT)
 def stencil7(old, new, origin, js, ks, nx, ny, nz, bj, bk, sweeps, w):
+    one, uj, uk = uint64(1), uint64(js), uint64(ks)
     for s in range(sweeps):
         a, b = (old, new) if s % 2 == 0 else (new, old)
         for kk in range(0, nz, bk):
             for jj in range(0, ny, bj):
                 for k in range(kk, min(kk + bk, nz)):
                     for j in range(jj, min(jj + bj, ny)):
-                        c = origin + j * js + k * ks
-                        for i in range(nx):
+                        c = uint64(origin + j * js + k * ks)
+                        for i in range(uint64(nx)):
                             p = c + i
-                            b[p] = (w * a[p] + a[p - 1] + a[p + 1] + a[p - js] + a[p + js]
-                                    + a[p - ks] + a[p + ks])  # fmt: skip
+                            b[p] = (w * a[p] + a[p - one] + a[p + one] + a[p - uj] + a[p + uj]
+                                    + a[p - uk] + a[p + uk])  # fmt: skip
 
 
 @njit(**JIT)
 def stencil27(old, new, origin, js, ks, nx, ny, nz, sweeps, w0, w1, w2, w3):
+    one, uj, uk = uint64(1), uint64(js), uint64(ks)
     for s in range(sweeps):
         a, b = (old, new) if s % 2 == 0 else (new, old)
         for k in range(nz):
             for j in range(ny):
-                c = origin + j * js + k * ks
-                for i in range(nx):
+                c = uint64(origin + j * js + k * ks)
+                for i in range(uint64(nx)):
                     p = c + i
-                    faces = (a[p - ks] + a[p - js] + a[p - 1] + a[p + 1] + a[p + js]
-                             + a[p + ks])  # fmt: skip
-                    edges = (a[p - ks - js] + a[p - ks - 1] + a[p - ks + 1] + a[p - ks + js]
-                             + a[p - js - 1] + a[p - js + 1] + a[p + js - 1] + a[p + js + 1]
-                             + a[p + ks - js] + a[p + ks - 1] + a[p + ks + 1]
-                             + a[p + ks + js])  # fmt: skip
-                    corners = (a[p - ks - js - 1] + a[p - ks - js + 1] + a[p - ks + js - 1]
-                               + a[p - ks + js + 1] + a[p + ks - js - 1] + a[p + ks - js + 1]
-                               + a[p + ks + js - 1] + a[p + ks + js + 1])  # fmt: skip
+                    faces = (a[p - uk] + a[p - uj] + a[p - one] + a[p + one] + a[p + uj]
+                             + a[p + uk])  # fmt: skip
+                    edges = (a[p - uk - uj] + a[p - uk - one] + a[p - uk + one] + a[p - uk + uj]
+                             + a[p - uj - one] + a[p - uj + one] + a[p + uj - one] + a[p + uj + one]
+                             + a[p + uk - uj] + a[p + uk - one] + a[p + uk + one]
+                             + a[p + uk + uj])  # fmt: skip
+                    corners = (a[p - uk - uj - one] + a[p - uk - uj + one] + a[p - uk + uj - one]
+                               + a[p - uk + uj + one] + a[p + uk - uj - one] + a[p + uk - uj + one]
+                               + a[p + uk + uj - one] + a[p + uk + uj + one])  # fmt: skip
                     b[p] = w0 * a[p] + w1 * faces + w2 * edges + w3 * corners
 
 
