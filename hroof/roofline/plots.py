@@ -321,8 +321,15 @@ def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *,
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     lo, hi = ax.get_ylim()
-    if hi / lo < 10:  # less than a decade: label the minor ticks too
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    if hi / lo < 100:  # two decades or less: label some minor ticks, as plain numbers
+
+        def minor(v, _pos, every=hi / lo >= 10):
+            lead = round(v / 10 ** np.floor(np.log10(v)))
+            return f"{v:g}" if not every or lead in (2, 5) else ""
+
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
+    else:
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(param)
     ax.set_ylabel("performance (GFLOP/s)")
     ax.set_title("Measured on this host against the predicted bound")
