@@ -48,7 +48,10 @@ def test_stream_kernels_match_numpy(dtype):
         "triad": ("z", lambda a: a["x"] + q * a["y"]),
         "daxpy": ("y", lambda a: q * a["x"] + a["y"]),
     }
-    for name, (out, f) in expect.items():
+    # float32: two kernels are enough to check the dtype path (each dtype compiles anew)
+    names = list(expect) if dtype == "float64" else ["scale", "triad"]
+    for name in names:
+        out, f = expect[name]
         plan, prep, before = run_once(name, n=n, dtype=dtype, gap=72)
         assert prep.arrays[out].dtype == np.dtype(dtype)
         np.testing.assert_array_equal(prep.arrays[out], f(before))
