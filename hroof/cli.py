@@ -855,7 +855,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.measure:  # serially, after the simulations: nothing else runs while timing
         from hroof.roofline.sweep import measure_points
 
-        with Progress(len(points), enabled=False if args.quiet else None, unit="runs") as bar:
+        with Progress(
+            len(points), label="measure", enabled=False if args.quiet else None, unit="points"
+        ) as bar:
             points = measure_points(args.kernel, points, min_time=args.min_time, progress=bar)
     vary = varying(points)
     walls = []

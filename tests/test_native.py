@@ -265,10 +265,11 @@ class FakeClock:
 
 
 def test_timer_warms_up_then_repeats_until_the_minimum_time():
-    calls, resets = [], []
+    calls, resets, ticks = [], [], []
     clock = FakeClock([0.05, 0.01, 0.3, 0.02, 0.04, 0.06, 0.1])
     t = time_kernel(lambda: calls.append(1), reset=lambda: resets.append(1), warmup=2,
-                    min_time=0.5, min_repeats=3, clock=clock)  # fmt: skip
+                    min_time=0.5, min_repeats=3, clock=clock, progress=ticks.append)  # fmt: skip
+    assert ticks == [1] * 9
     # 0.05 + 0.01 + 0.3 + 0.02 + 0.04 + 0.06 = 0.48 < 0.5, so a seventh repeat runs
     assert t.repeats == 7 and t.warmup == 2
     assert len(calls) == 9 and len(resets) == 9  # reset before every run, warm-up included

@@ -167,8 +167,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with Progress(1, enabled=False if args.quiet else None, unit="simulation") as bar:
             result = run_sweep(plan.kernel, [plan.params], machine.hierarchy, workers=1,
                                progress=bar)[0].result  # fmt: skip
-    m = measure_kernel(plan, min_time=args.min_time, min_repeats=args.repeats,
-                       warmup=args.warmup)  # fmt: skip
+    with Progress(None, label="run", enabled=False if args.quiet else None, unit="runs") as bar:
+        m = measure_kernel(plan, min_time=args.min_time, min_repeats=args.repeats,
+                           warmup=args.warmup, progress=bar)  # fmt: skip
     if result is not None:
         comparison = compare(result, m.gflop_s or 0.0, machine)
     cbound = compulsory_bound(m.flops, m.footprint, machine) if machine is not None else None

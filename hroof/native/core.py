@@ -54,7 +54,8 @@ class Prepared:
     notes : str
         Where the native run differs from the traced one.
     initial : dict of str to ndarray
-        Copies of the arrays before any run (what ``reset`` restores).
+        Copies of the arrays before any run that ``reset`` restores (only those:
+        a copy of every array would double the memory of a large run).
     """
 
     run: Callable[[], object]
@@ -132,7 +133,13 @@ def arena(arrays: tuple[Array, ...], dtypes: dict[str, type], align: int = 64) -
     start = min(a.base for a in arrays)
     end = max(a.end for a in arrays)
     boundary = max(PAGE, align)  # the layout's base (BASE) is aligned to it
-    raw = np.empty(end - start + boundary, dtype=np.uint8)
+    try:
+        raw = np.empty(end - start + boundary, dtype=np.uint8)
+    except MemoryError:
+        raise HroofError(
+            f"the kernel's arrays need {end - start:,} bytes, more than this host can "
+            "allocate; choose a smaller size"
+        ) from None
     shift = (-raw.ctypes.data) % boundary
     out = {}
     for a in arrays:
@@ -145,15 +152,18 @@ def arena(arrays: tuple[Array, ...], dtypes: dict[str, type], align: int = 64) -
 
 
 def fill(arrays: dict[str, np.ndarray], names, seed: int = 0) -> None:
-    """Fill the named float arrays with seeded uniform values in [0.5, 1.5)."""
+    """Fill the named float arrays with seeded uniform values in [0.5, 1.5), in place
+    (no temporary as large as the array)."""
     rng = np.random.default_rng(seed)
     for name in names:
         a = arrays[name]
-        a[:] = rng.random(a.shape[0]).astype(a.dtype) + a.dtype.type(0.5)
+        rng.random(out=a, dtype=a.dtype)
+        a += a.dtype.type(0.5)
 
 
-def snapshot(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {k: v.copy() for k, v in arrays.items()}
+def snapshot(arrays: dict[str, np.ndarray], names) -> dict[str, np.ndarray]:
+    """Copies of the named arrays."""
+    return {k: arrays[k].copy() for k in names}
 
 
 def restorer(arrays: dict[str, np.ndarray], initial: dict[str, np.ndarray], names):

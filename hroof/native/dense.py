@@ -19,7 +19,7 @@ from __future__ import annotations
 from numba import njit, uint64
 
 from hroof.cachesim._jit import JIT
-from hroof.native.core import FLOATS, Prepared, arena, fill, native, snapshot
+from hroof.native.core import FLOATS, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 
 
@@ -123,8 +123,7 @@ def _prepare_dgemv(plan: Plan) -> Prepared:
     def run():
         dgemv(*args)
 
-    return Prepared(run=run, arrays=arrays, core_bytes=plan.accesses * elem,
-                    initial=snapshot(arrays))  # fmt: skip
+    return Prepared(run=run, arrays=arrays, core_bytes=plan.accesses * elem)
 
 
 @native("gemm")
@@ -135,7 +134,6 @@ def _prepare_gemm(plan: Plan) -> Prepared:
     ftype = FLOATS[elem]
     arrays = arena(plan.arrays, dict.fromkeys(("A", "B", "C"), ftype), p["align"])
     fill(arrays, ["A", "B", "C"])
-    initial = snapshot(arrays)
     fn = GEMM[p["order"]]
     args = (
         arrays["A"].reshape(m, k),
@@ -152,4 +150,4 @@ def _prepare_gemm(plan: Plan) -> Prepared:
     def run():
         fn(*args)
 
-    return Prepared(run=run, arrays=arrays, core_bytes=plan.accesses * elem, initial=initial)
+    return Prepared(run=run, arrays=arrays, core_bytes=plan.accesses * elem)

@@ -101,13 +101,15 @@ def measure_kernel(
     min_time: float = MIN_TIME,
     min_repeats: int = MIN_REPEATS,
     warmup: int = 1,
+    progress: Callable[[int], object] | None = None,
     **params: Any,
 ) -> Measurement:
     """Run a kernel natively and time it (see :func:`~hroof.native.timing.time_kernel`).
 
     ``kernel`` is a registered name (parameters as keywords, validated as
     ``hroof simulate`` validates them) or a bound :class:`~hroof.traces.Plan`.
-    The arrays are allocated and filled before the warm-up and freed after.
+    The arrays are allocated and filled before the warm-up and freed after;
+    ``progress`` is called with 1 after every run.
 
     Raises
     ------
@@ -119,7 +121,7 @@ def measure_kernel(
         raise TypeError("give parameters to plan_kernel, not with a Plan")
     prep = prepare(plan)
     timing = time_kernel(prep.run, reset=prep.reset, warmup=warmup, min_time=min_time,
-                         min_repeats=min_repeats)  # fmt: skip
+                         min_repeats=min_repeats, progress=progress)  # fmt: skip
     return Measurement(plan.kernel, dict(plan.params), plan.flops, plan.footprint,
                        prep.core_bytes, timing, prep.notes)  # fmt: skip
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from hroof.cachesim._jit import JIT
-from hroof.native.core import FLOATS, INDICES, Prepared, arena, fill, native, snapshot
+from hroof.native.core import FLOATS, INDICES, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 
 
@@ -47,5 +47,4 @@ def _prepare(plan: Plan) -> Prepared:
         arrays=arrays,
         # rowptr (nrows + 1 loads), col and val (nnz each), x (nnz gathers), y (nrows stores)
         core_bytes=(nrows + 1 + nnz) * ib + (2 * nnz + nrows) * elem,
-        initial=snapshot(arrays),
     )

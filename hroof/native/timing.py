@@ -80,6 +80,7 @@ def time_kernel(
     min_repeats: int = MIN_REPEATS,
     max_repeats: int = MAX_REPEATS,
     clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[int], object] | None = None,
 ) -> Timing:
     """Time ``run()``: ``warmup`` untimed runs (the first pays the JIT compile), then
     timed repeats until at least ``min_repeats`` ran and together took ``min_time``
@@ -99,6 +100,8 @@ def time_kernel(
         Least and most timed repeats (1 <= min_repeats <= max_repeats).
     clock : callable
         Seconds, monotonic (``time.perf_counter``; a fake one in tests).
+    progress : callable, optional
+        Called with 1 after every run, warm-up included (outside the timed region).
 
     Returns
     -------
@@ -123,6 +126,8 @@ def time_kernel(
         if reset is not None:
             reset()
         run()
+        if progress is not None:
+            progress(1)
     times: list[float] = []
     total = 0.0
     while len(times) < min_repeats or (total < min_time and len(times) < max_repeats):
@@ -133,4 +138,6 @@ def time_kernel(
         dt = clock() - t0
         times.append(dt)
         total += dt
+        if progress is not None:
+            progress(1)
     return Timing(tuple(times), warmup)
