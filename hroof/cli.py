@@ -655,7 +655,8 @@ def format_kernels() -> str:
             lines.extend("    " + t for t in textwrap.wrap(k.notes, 92))
         lines.append("")
     lines.append(
-        "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6)"
+        "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6);\n"
+        "run it natively and time it with: hroof run KERNEL KEY=VALUE ..."
     )
     return "\n".join(lines)
 

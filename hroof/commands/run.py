@@ -34,8 +34,9 @@ sweeps) and prints measured / predicted and a verdict: near the roof (at least h
 the bound), POOR (under half: the roofline's poor-performance region) or above the
 bound. Unless the machine is this host (--machine host, after 'hroof machine
 measure'), the bound is a model of another machine: the ratio compares this host
-with that model. Timings on a shared or virtual machine are noisy: quote the median
-and the spread."""
+with that model. The simulation is one cold run; the timed runs are warm repeats,
+so a problem that fits in a cache can beat the bound. Timings on a shared or
+virtual machine are noisy: quote the median and the spread (docs/run.md)."""
 
 _EPILOG = """\
 examples:
