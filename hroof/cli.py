@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hroof
+from hroof.commands import energy as _energy_command
 from hroof.errors import HroofError, suggest
 from hroof.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
@@ -547,7 +548,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.json:
             _emit(result.to_json())
         else:
-            _emit(format_result(result, machine, flops_note=plan.notes or None, width=_width()))
+            text = format_result(result, machine, flops_note=plan.notes or None, width=_width())
+            _emit(text + _advice(result, machine))
         return 0
     machine = _load_machine(args.machine)
     path = os.fspath(args.trace)
@@ -569,8 +571,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit(result.to_json())
     else:
-        _emit(format_result(result, machine, width=_width()))
+        _emit(format_result(result, machine, width=_width()) + _advice(result, machine))
     return 0
+
+
+def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
+    """The optimisation guidance for a result, as a section to append to its table; empty
+    when the machine lacks a figure it needs or the flops are unknown."""
+    from hroof.roofline import load_machine
+    from hroof.roofline.guidance import guidance
+
+    if result.flops is None or hierarchy.source is None:
+        return ""
+    machine = load_machine(hierarchy.source)
+    if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
+        return ""
+    lines = guidance(result, machine).lines()
+    return "\n\nRoofline guidance on " + machine.name + ":\n" + "\n".join(lines)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -1239,6 +1256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
+    _energy_command.register(sub, msub)
 
     from hroof.commands import run as _run
 
