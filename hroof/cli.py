@@ -1176,6 +1176,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
+    from hroof.commands.accel import register as register_accel
+
+    register_accel(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
@@ -1213,7 +1216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             choices = (
                 "show, list, detect"
                 if which is not parser
-                else "kernels, simulate, sweep, trace, machine, demo"
+                else "kernels, simulate, sweep, trace, machine, demo, gemm, network, coalesce, mwp"
             )
             which.error(f"missing command; choose one of {choices}")
     except SystemExit as exc:  # --help, --version, usage errors

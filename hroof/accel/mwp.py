@@ -109,14 +109,18 @@ def mwp_cwp(
     rounds = positive_float(rounds, "rounds (#Rep)")
     given = [x is not None for x in (bandwidth_gbs, bytes_per_warp, clock_ghz)]
     if any(given) and not all(given):
-        raise HroofError("the bandwidth limit of MWP needs --bandwidth, --bytes-per-warp and --clock")
+        raise HroofError(
+            "the bandwidth limit of MWP needs --bandwidth, --bytes-per-warp and --clock"
+        )
     mwp_no_bw = mem_l / dep
     mwp_bw = None
     if all(given):
         bw = positive_float(bandwidth_gbs, "memory bandwidth (GB/s)")
-        per_warp = positive_float(clock_ghz, "clock (GHz)") * positive_float(
-            bytes_per_warp, "bytes per warp request"
-        ) / mem_l  # GB/s one warp's requests draw
+        per_warp = (
+            positive_float(clock_ghz, "clock (GHz)")
+            * positive_float(bytes_per_warp, "bytes per warp request")
+            / mem_l
+        )  # GB/s one warp's requests draw
         mwp_bw = bw / (per_warp * positive_int(active_sms, "active SMs"))
     mwp = min(mwp_no_bw, n, *(() if mwp_bw is None else (mwp_bw,)))
     cwp_full = (mem + comp) / comp

@@ -101,7 +101,11 @@ def layer_from_dict(d: dict, where: str = "layer") -> Layer:
 
     if kind in _NEEDS_OUT and "out" not in d:
         raise ConfigError(f"a {kind} layer needs 'out' (output channels/features) in {where}")
-    kernel = num("kernel", 1) if kind not in ("pool", "dwconv") else num("kernel", 2 if kind == "pool" else 3)
+    kernel = (
+        num("kernel", 1)
+        if kind not in ("pool", "dwconv")
+        else num("kernel", 2 if kind == "pool" else 3)
+    )
     return Layer(
         type=kind,
         name=str(d.get("name", "")),
@@ -130,10 +134,12 @@ def network_from_dict(doc: dict, source: str = "<dict>") -> Network:
         or len(inp) != 3
         or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in inp)
     ):
-        raise ConfigError(f"input of {source} must be [C, H, W] (positive whole numbers), got {inp!r}")
+        raise ConfigError(
+            f"input of {source} must be [C, H, W] (positive whole numbers), got {inp!r}"
+        )
     raw = doc.get("layers", doc.get("layer"))
     if not isinstance(raw, list) or not raw:
-        raise ConfigError(f"{source} has no layers ([[layer]] tables in TOML, \"layers\" in JSON)")
+        raise ConfigError(f'{source} has no layers ([[layer]] tables in TOML, "layers" in JSON)')
     layers = []
     for i, d in enumerate(raw):
         lay = layer_from_dict(d, f"layer {i + 1} of {source}")
@@ -277,8 +283,13 @@ def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[Layer
         skipped = lay.type == "pool"
         out.append(
             LayerCost(
-                name=lay.name, type=lay.type, in_shape=(c, h, w), out_shape=(co, ho, wo),
-                macs=batch * macs, flops=2 * batch * macs, params=params,
+                name=lay.name,
+                type=lay.type,
+                in_shape=(c, h, w),
+                out_shape=(co, ho, wo),
+                macs=batch * macs,
+                flops=2 * batch * macs,
+                params=params,
                 weight_bytes=elem * params,
                 in_bytes=0 if skipped else elem * batch * c * h * w,
                 out_bytes=0 if skipped else elem * batch * co * ho * wo,

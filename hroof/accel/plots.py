@@ -45,11 +45,13 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
         ax.text(xl, bw * xl * 1.15, f"{name} {bw:g} GB/s (ridge {ridge:.1f} FLOP/byte)",
                 color=colour, fontsize=8, ha="left", va="bottom")  # fmt: skip
     ax.axhline(dev.peak, color="black", lw=1.8)
-    ax.text(xlim[1] / 1.15, dev.peak * 1.08, f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
-            fontsize=8, ha="right", va="bottom")  # fmt: skip
+    ax.text(xlim[1] / 1.15, dev.peak / 1.12, f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
+            fontsize=8, ha="right", va="top")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
+    low = min(bw for _, bw in dev.levels) * xlim[0]
+    ax.set_ylim(low / 1.5, dev.peak * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable performance (GFLOP/s)")
     ax.grid(True, which="major", alpha=0.3)
@@ -72,7 +74,7 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
                 label=label if a.klass not in seen else "_")  # fmt: skip
         seen.add(a.klass)
         ax.annotate(f"{a.m}x{a.n}x{a.k}", (a.ai, a.attainable), textcoords="offset points",
-                    xytext=(4, -12), fontsize=7)  # fmt: skip
+                    xytext=(3, 5), fontsize=7, rotation=40, rotation_mode="anchor")  # fmt: skip
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title or f"GEMM on {dev.name} ({dev.dtype}, tile "
                  f"{analyses[0].tile[0]}x{analyses[0].tile[1]})", fontsize=10)  # fmt: skip
@@ -97,7 +99,7 @@ def network_figure(na: NetworkAnalysis, dev: Device):
         seen.add(t)
     ax.plot([na.ai], [na.attainable], marker="*", color="black", ms=16, ls="none",
             label=f"{na.network}: {na.ai:.1f} FLOP/byte, {na.bound}-bound")  # fmt: skip
-    ax.annotate(na.network, (na.ai, na.attainable), textcoords="offset points", xytext=(8, 6),
+    ax.annotate(na.network, (na.ai, na.attainable), textcoords="offset points", xytext=(8, -16),
                 fontsize=9, weight="bold")  # fmt: skip
     ax.legend(loc="lower right", fontsize=8, title="layers (area: flops)", title_fontsize=8)
     ax.set_title(f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch})",
