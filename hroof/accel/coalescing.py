@@ -128,11 +128,16 @@ class Coalescing:
             "warps": self.warps,
             "used_bytes": self.used_bytes,
             "segments": [
-                {"size": s, "transactions": t, "moved_bytes": t * s,
-                 "efficiency": self.efficiency(s), "waste": self.waste(s)}
+                {
+                    "size": s,
+                    "transactions": t,
+                    "moved_bytes": t * s,
+                    "efficiency": self.efficiency(s),
+                    "waste": self.waste(s),
+                }
                 for s, t in zip(self.segments, self.transactions, strict=True)
             ],
-        }  # fmt: skip
+        }
 
 
 def _segments(segments: Sequence[int]) -> np.ndarray:
@@ -165,16 +170,25 @@ def warp_transactions(
 def _count(addr, size, offsets, segs) -> Coalescing:
     tr = np.zeros(segs.shape[0], dtype=np.int64)
     used, warps = _count_warps(addr, size, offsets, segs, tr)
-    return Coalescing(int(offsets[-1]), int(warps), int(used),
-                      tuple(int(s) for s in segs), tuple(int(t) for t in tr))  # fmt: skip
+    return Coalescing(
+        int(offsets[-1]),
+        int(warps),
+        int(used),
+        tuple(int(s) for s in segs),
+        tuple(int(t) for t in tr),
+    )
 
 
 def _merge(a: Coalescing | None, b: Coalescing) -> Coalescing:
     if a is None:
         return b
-    return Coalescing(a.accesses + b.accesses, a.warps + b.warps, a.used_bytes + b.used_bytes,
-                      a.segments, tuple(x + y for x, y in zip(a.transactions, b.transactions,
-                                                              strict=True)))  # fmt: skip
+    return Coalescing(
+        a.accesses + b.accesses,
+        a.warps + b.warps,
+        a.used_bytes + b.used_bytes,
+        a.segments,
+        tuple(x + y for x, y in zip(a.transactions, b.transactions, strict=True)),
+    )
 
 
 def _full_groups(addr, size, per_thread: int):
@@ -225,8 +239,15 @@ def coalesce_chunks(
     return total
 
 
-def coalesce_trace(path, format: str | None = None, *, segments=SEGMENTS, per_thread: int = 1,
-                   access_size: int = 8, progress=None) -> Coalescing:  # fmt: skip
+def coalesce_trace(
+    path,
+    format: str | None = None,
+    *,
+    segments=SEGMENTS,
+    per_thread: int = 1,
+    access_size: int = 8,
+    progress=None,
+) -> Coalescing:
     """:func:`coalesce_chunks` over a trace file read by :func:`hroof.traces.iter_trace`."""
     from hroof.traces import iter_trace
 
@@ -234,8 +255,9 @@ def coalesce_trace(path, format: str | None = None, *, segments=SEGMENTS, per_th
     return coalesce_chunks(chunks, segments, per_thread, progress)
 
 
-def coalesce_plan(plan, *, segments=SEGMENTS, per_thread: int | None = None,
-                  progress=None) -> Coalescing:  # fmt: skip
+def coalesce_plan(
+    plan, *, segments=SEGMENTS, per_thread: int | None = None, progress=None
+) -> Coalescing:
     """:func:`coalesce_chunks` over a kernel's plan; ``per_thread`` defaults to the
     plan's accesses per iteration (one loop iteration per thread)."""
     p = plan.per_iteration if per_thread is None else per_thread

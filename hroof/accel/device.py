@@ -85,6 +85,15 @@ class Device:
         """The operation:byte ratio (FLOP/byte) of a level: peak / bandwidth."""
         return self.peak / self.bandwidth(level)
 
+    def attainable(self, ai: float, level: str | None = None) -> float:
+        """Roofline bound (GFLOP/s) at ``ai`` FLOP/byte under ``level``'s roof (default
+        memory): ``min(peak, ai x bandwidth)``."""
+        return min(self.peak, ai * self.bandwidth(level or self.memory))
+
+    def bound(self, ai: float, level: str | None = None) -> str:
+        """``"compute"`` when ``ai`` is at or above ``level``'s ridge point, else ``"memory"``."""
+        return "compute" if ai >= self.ridge(level or self.memory) else "memory"
+
     @property
     def cache_level(self) -> tuple[str, float] | None:
         """The level just above memory, when its bandwidth is known (the GPU's L2)."""

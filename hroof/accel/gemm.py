@@ -8,7 +8,8 @@ must move at least are A and B read once and C written once::
     AI = 2 M N K / (elem (M K + K N + M N))     FLOP/byte
 
 so 8192 x 128 x 8192 in FP16 gives 124.1 FLOP/byte, below V100's ops:byte ratio
-125 TFLOP/s / 900 GB/s = 138.9 (memory-bound), and 8192^3 gives 2730.7 (compute-bound; the article: 2730).
+125 TFLOP/s / 900 GB/s = 138.9 (memory-bound), and 8192^3 gives 2730.7
+(compute-bound; the article: 2730).
 
 A tiled kernel computes C in ``Mt x Nt`` tiles, one per thread block; each tile loads
 ``(Mt + Nt) K`` elements for ``2 Mt Nt K`` operations, so its AI,
@@ -39,8 +40,11 @@ DEFAULT_TILE = (128, 128)
 
 
 def _dims(m, n, k) -> tuple[int, int, int]:
-    return (positive_int(m, "GEMM dimension M"), positive_int(n, "GEMM dimension N"),
-            positive_int(k, "GEMM dimension K"))  # fmt: skip
+    return (
+        positive_int(m, "GEMM dimension M"),
+        positive_int(n, "GEMM dimension N"),
+        positive_int(k, "GEMM dimension K"),
+    )
 
 
 def _elem(dtype_or_bytes) -> int:
@@ -202,8 +206,9 @@ def analyse_gemm(
     levels = []
     for name, bw, nbytes, kind in traffic:
         ai = flops / nbytes
-        levels.append(GemmLevel(name, bw, dev.peak / bw, nbytes, ai, ai * bw,
-                                nbytes / (bw * 1e9), kind))  # fmt: skip
+        levels.append(
+            GemmLevel(name, bw, dev.peak / bw, nbytes, ai, ai * bw, nbytes / (bw * 1e9), kind)
+        )
     attainable, binding = dev.peak, "compute"
     for lv in levels:
         if lv.roof < attainable:
@@ -238,12 +243,28 @@ def analyse_gemm(
         )
         reason = f"{bound}-bound: {why}{enough}"
     return GemmAnalysis(
-        m=m, n=n, k=k, dtype=dev.dtype, element_size=elem, tile=(mt, nt), device=dev.name,
-        peak=dev.peak, flops=flops, ai=levels[-1].ai, tile_ai=tile_ai(mt, nt, elem),
-        levels=tuple(levels), attainable=attainable, binding=binding, bound=bound,
-        blocks=blocks, sms=dev.sms, min_blocks=min_blocks, klass=klass, reason=reason,
+        m=m,
+        n=n,
+        k=k,
+        dtype=dev.dtype,
+        element_size=elem,
+        tile=(mt, nt),
+        device=dev.name,
+        peak=dev.peak,
+        flops=flops,
+        ai=levels[-1].ai,
+        tile_ai=tile_ai(mt, nt, elem),
+        levels=tuple(levels),
+        attainable=attainable,
+        binding=binding,
+        bound=bound,
+        blocks=blocks,
+        sms=dev.sms,
+        min_blocks=min_blocks,
+        klass=klass,
+        reason=reason,
         time_s=flops / (attainable * 1e9),
-    )  # fmt: skip
+    )
 
 
 def _g(x: float) -> str:

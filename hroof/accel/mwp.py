@@ -138,8 +138,19 @@ def mwp_cwp(
         case, dominant = "compute", "compute"
         per_round = mem_l + comp * n
         formula = "Mem_L + Comp_cycles x N"
-    return MwpResult(mwp, cwp, mwp_no_bw, mwp_bw, cwp_full, case, dominant, per_round,
-                     rounds, per_round * rounds, formula)  # fmt: skip
+    return MwpResult(
+        mwp,
+        cwp,
+        mwp_no_bw,
+        mwp_bw,
+        cwp_full,
+        case,
+        dominant,
+        per_round,
+        rounds,
+        per_round * rounds,
+        formula,
+    )
 
 
 @dataclass(frozen=True)
@@ -151,8 +162,9 @@ class Timeline:
     memory: tuple[tuple[tuple[float, float], ...], ...]
 
 
-def timeline(warps: int, comp_period: float, mem_period: float, mwp: int,
-             mem_insts: int = 1) -> Timeline:  # fmt: skip
+def timeline(
+    warps: int, comp_period: float, mem_period: float, mwp: int, mem_insts: int = 1
+) -> Timeline:
     """Replay ``warps`` warps on one SM: each runs ``mem_insts`` times a computation period
     then a memory period. One issue pipeline (computation periods never overlap; the
     lowest-numbered ready warp goes first); at most ``mwp`` memory periods at a time (a

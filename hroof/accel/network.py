@@ -277,8 +277,11 @@ def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[Layer
             params = fan_in * co + (co if lay.bias else 0)
         else:  # pool: shape only (skipped in the counts)
             co = c
-            ho, wo = (1, 1) if lay.global_pool else _out_hw(h, w, lay.kernel, lay.stride,
-                                                            lay.padding, where)  # fmt: skip
+            ho, wo = (
+                (1, 1)
+                if lay.global_pool
+                else _out_hw(h, w, lay.kernel, lay.stride, lay.padding, where)
+            )
             macs = params = 0
         skipped = lay.type == "pool"
         out.append(
@@ -293,7 +296,7 @@ def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[Layer
                 weight_bytes=elem * params,
                 in_bytes=0 if skipped else elem * batch * c * h * w,
                 out_bytes=0 if skipped else elem * batch * co * ho * wo,
-            )  # fmt: skip
+            )
         )
         c, h, w = co, ho, wo
     return out
@@ -309,8 +312,12 @@ class LayerBound:
     time_s: float
 
     def to_dict(self) -> dict:
-        return {**self.cost.to_dict(), "attainable": self.attainable, "bound": self.bound,
-                "time_s": self.time_s}  # fmt: skip
+        return {
+            **self.cost.to_dict(),
+            "attainable": self.attainable,
+            "bound": self.bound,
+            "time_s": self.time_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -357,18 +364,36 @@ def analyse_network(net: Network, dev: Device, batch: int = 1) -> NetworkAnalysi
             bounds.append(LayerBound(lc, None, "skipped", 0.0))
             continue
         roof = min(dev.peak, lc.ai * bw)
-        bounds.append(LayerBound(lc, roof, "compute" if roof >= dev.peak else "memory",
-                                 max(lc.flops / (dev.peak * 1e9), lc.bytes / (bw * 1e9))))  # fmt: skip
+        bounds.append(
+            LayerBound(
+                lc,
+                roof,
+                "compute" if roof >= dev.peak else "memory",
+                max(lc.flops / (dev.peak * 1e9), lc.bytes / (bw * 1e9)),
+            )
+        )
     flops = sum(lc.flops for lc in costs)
     nbytes = sum(lc.bytes for lc in costs)
     ai = flops / nbytes
     attainable = min(dev.peak, ai * bw)
     time_s = math.fsum(b.time_s for b in bounds)
     return NetworkAnalysis(
-        network=net.name, device=dev.name, dtype=dev.dtype, batch=batch, peak=dev.peak,
-        memory=dev.memory, bandwidth=bw, ridge=dev.peak / bw, layers=tuple(bounds),
-        flops=flops, macs=sum(lc.macs for lc in costs), params=sum(lc.params for lc in costs),
-        bytes=nbytes, ai=ai, attainable=attainable,
-        bound="compute" if attainable >= dev.peak else "memory", time_s=time_s,
+        network=net.name,
+        device=dev.name,
+        dtype=dev.dtype,
+        batch=batch,
+        peak=dev.peak,
+        memory=dev.memory,
+        bandwidth=bw,
+        ridge=dev.peak / bw,
+        layers=tuple(bounds),
+        flops=flops,
+        macs=sum(lc.macs for lc in costs),
+        params=sum(lc.params for lc in costs),
+        bytes=nbytes,
+        ai=ai,
+        attainable=attainable,
+        bound="compute" if attainable >= dev.peak else "memory",
+        time_s=time_s,
         achieved=flops / (time_s * 1e9),
-    )  # fmt: skip
+    )

@@ -42,11 +42,24 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
         ridge = dev.peak / bw
         ax.plot([ridge], [dev.peak], marker="|", color=colour, ms=10)
         xl = xlim[0] * 1.5
-        ax.text(xl, bw * xl * 1.15, f"{name} {bw:g} GB/s (ridge {ridge:.1f} FLOP/byte)",
-                color=colour, fontsize=8, ha="left", va="bottom")  # fmt: skip
+        ax.text(
+            xl,
+            bw * xl * 1.15,
+            f"{name} {bw:g} GB/s (ridge {ridge:.1f} FLOP/byte)",
+            color=colour,
+            fontsize=8,
+            ha="left",
+            va="bottom",
+        )
     ax.axhline(dev.peak, color="black", lw=1.8)
-    ax.text(xlim[1] / 1.15, dev.peak / 1.12, f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
-            fontsize=8, ha="right", va="top")  # fmt: skip
+    ax.text(
+        xlim[1] / 1.15,
+        dev.peak / 1.12,
+        f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
+        fontsize=8,
+        ha="right",
+        va="top",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
@@ -70,14 +83,31 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
     seen = set()
     for a in analyses:
         colour, marker, label = CLASS_STYLE[a.klass]
-        ax.plot([a.ai], [a.attainable], marker=marker, color=colour, ms=8, ls="none",
-                label=label if a.klass not in seen else "_")  # fmt: skip
+        ax.plot(
+            [a.ai],
+            [a.attainable],
+            marker=marker,
+            color=colour,
+            ms=8,
+            ls="none",
+            label=label if a.klass not in seen else "_",
+        )
         seen.add(a.klass)
-        ax.annotate(f"{a.m}x{a.n}x{a.k}", (a.ai, a.attainable), textcoords="offset points",
-                    xytext=(3, 5), fontsize=7, rotation=40, rotation_mode="anchor")  # fmt: skip
+        ax.annotate(
+            f"{a.m}x{a.n}x{a.k}",
+            (a.ai, a.attainable),
+            textcoords="offset points",
+            xytext=(3, 5),
+            fontsize=7,
+            rotation=40,
+            rotation_mode="anchor",
+        )
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(title or f"GEMM on {dev.name} ({dev.dtype}, tile "
-                 f"{analyses[0].tile[0]}x{analyses[0].tile[1]})", fontsize=10)  # fmt: skip
+    ax.set_title(
+        title
+        or f"GEMM on {dev.name} ({dev.dtype}, tile {analyses[0].tile[0]}x{analyses[0].tile[1]})",
+        fontsize=10,
+    )
     return fig
 
 
@@ -93,15 +123,36 @@ def network_figure(na: NetworkAnalysis, dev: Device):
     seen = set()
     for lb in layers:
         t = lb.cost.type
-        ax.scatter([lb.cost.ai], [lb.attainable], s=20 + 180 * lb.cost.flops / top,
-                   color=TYPE_COLOURS.get(t, "grey"), alpha=0.75, edgecolor="black",
-                   linewidth=0.4, label=t if t not in seen else "_")  # fmt: skip
+        ax.scatter(
+            [lb.cost.ai],
+            [lb.attainable],
+            s=20 + 180 * lb.cost.flops / top,
+            color=TYPE_COLOURS.get(t, "grey"),
+            alpha=0.75,
+            edgecolor="black",
+            linewidth=0.4,
+            label=t if t not in seen else "_",
+        )
         seen.add(t)
-    ax.plot([na.ai], [na.attainable], marker="*", color="black", ms=16, ls="none",
-            label=f"{na.network}: {na.ai:.1f} FLOP/byte, {na.bound}-bound")  # fmt: skip
-    ax.annotate(na.network, (na.ai, na.attainable), textcoords="offset points", xytext=(8, -16),
-                fontsize=9, weight="bold")  # fmt: skip
+    ax.plot(
+        [na.ai],
+        [na.attainable],
+        marker="*",
+        color="black",
+        ms=16,
+        ls="none",
+        label=f"{na.network}: {na.ai:.1f} FLOP/byte, {na.bound}-bound",
+    )
+    ax.annotate(
+        na.network,
+        (na.ai, na.attainable),
+        textcoords="offset points",
+        xytext=(8, -16),
+        fontsize=9,
+        weight="bold",
+    )
     ax.legend(loc="lower right", fontsize=8, title="layers (area: flops)", title_fontsize=8)
-    ax.set_title(f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch})",
-                 fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch})", fontsize=10
+    )
     return fig

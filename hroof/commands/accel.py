@@ -117,14 +117,29 @@ def format_gemm(a, dev) -> str:
         f"peak           {a.peak:,.0f} GFLOP/s ({a.dtype})",
         "",
     ]
-    cols = [_Col("level", "<", 0), _Col("GB/s"), _Col("ridge\nFLOP/byte"), _Col("bytes", gap=3),
-            _Col("traffic", "<"), _Col("AI\nFLOP/byte"), _Col("roof\nGFLOP/s"), _Col("time")]  # fmt: skip
+    cols = [
+        _Col("level", "<", 0),
+        _Col("GB/s"),
+        _Col("ridge\nFLOP/byte"),
+        _Col("bytes", gap=3),
+        _Col("traffic", "<"),
+        _Col("AI\nFLOP/byte"),
+        _Col("roof\nGFLOP/s"),
+        _Col("time"),
+    ]
     rows = [
-        [lv.name, _gbs(lv.bandwidth), f"{lv.ridge:.1f}", _bytes_text(lv.bytes),
-         "tiled (SMs load)" if lv.traffic == "tiled" else "unique (at least)",
-         f"{lv.ai:,.1f}", f"{lv.roof:,.0f}", _seconds(lv.time_s)]
+        [
+            lv.name,
+            _gbs(lv.bandwidth),
+            f"{lv.ridge:.1f}",
+            _bytes_text(lv.bytes),
+            "tiled (SMs load)" if lv.traffic == "tiled" else "unique (at least)",
+            f"{lv.ai:,.1f}",
+            f"{lv.roof:,.0f}",
+            _seconds(lv.time_s),
+        ]
         for lv in a.levels
-    ]  # fmt: skip
+    ]
     lines += _table(cols, rows)
     what = "compute" if a.binding == "compute" else f"{a.binding} bandwidth"
     lines += [
@@ -174,15 +189,37 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     else:
         from hroof.cli import _Col, _table
 
-        cols = [_Col("M", gap=0), _Col("N"), _Col("K"), _Col("AI\nFLOP/byte"),
-                _Col("roof\nGFLOP/s"), _Col("bound", "<"), _Col("blocks"), _Col("class", "<"),
-                _Col("time")]  # fmt: skip
-        rows = [[str(a.m), str(a.n), str(a.k), f"{a.ai:,.1f}", f"{a.attainable:,.0f}",
-                 f"{a.bound} ({a.binding})", f"{a.blocks:,}", a.klass, _seconds(a.time_s)]
-                for a in analyses]  # fmt: skip
-        head = (f"GEMM family on {dev.name}, {dev.dtype}, tile {tile[0]}x{tile[1]}; ridge "
-                + ", ".join(f"{n} {dev.peak / bw:.1f}" for n, bw in dev.levels)
-                + " FLOP/byte" + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else ""))  # fmt: skip
+        cols = [
+            _Col("M", gap=0),
+            _Col("N"),
+            _Col("K"),
+            _Col("AI\nFLOP/byte"),
+            _Col("roof\nGFLOP/s"),
+            _Col("bound", "<"),
+            _Col("blocks"),
+            _Col("class", "<"),
+            _Col("time"),
+        ]
+        rows = [
+            [
+                str(a.m),
+                str(a.n),
+                str(a.k),
+                f"{a.ai:,.1f}",
+                f"{a.attainable:,.0f}",
+                f"{a.bound} ({a.binding})",
+                f"{a.blocks:,}",
+                a.klass,
+                _seconds(a.time_s),
+            ]
+            for a in analyses
+        ]
+        head = (
+            f"GEMM family on {dev.name}, {dev.dtype}, tile {tile[0]}x{tile[1]}; ridge "
+            + ", ".join(f"{n} {dev.peak / bw:.1f}" for n, bw in dev.levels)
+            + " FLOP/byte"
+            + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else "")
+        )
         _emit("\n".join([head, "", *_table(cols, rows)]))
     if args.plot:
         import sys
@@ -196,9 +233,19 @@ def format_network(na) -> str:
     """The ``hroof network`` report: per-layer table and the network's totals."""
     from hroof.cli import _Col, _table
 
-    cols = [_Col("layer", "<", 0), _Col("type", "<"), _Col("output\nC x H x W"),
-            _Col("MFLOP"), _Col("weights\nMB"), _Col("act. in\nMB"), _Col("act. out\nMB"),
-            _Col("AI\nFLOP/byte"), _Col("roof\nGFLOP/s"), _Col("bound", "<"), _Col("time")]  # fmt: skip
+    cols = [
+        _Col("layer", "<", 0),
+        _Col("type", "<"),
+        _Col("output\nC x H x W"),
+        _Col("MFLOP"),
+        _Col("weights\nMB"),
+        _Col("act. in\nMB"),
+        _Col("act. out\nMB"),
+        _Col("AI\nFLOP/byte"),
+        _Col("roof\nGFLOP/s"),
+        _Col("bound", "<"),
+        _Col("time"),
+    ]
     rows = []
     for lb in na.layers:
         c = lb.cost
@@ -206,11 +253,24 @@ def format_network(na) -> str:
         if lb.bound == "skipped":
             rows.append([c.name, c.type, shape, "-", "-", "-", "-", "-", "-", "skipped", "-"])
             continue
-        rows.append([c.name, c.type, shape, f"{c.flops / 1e6:,.1f}", f"{c.weight_bytes / 1e6:.3g}",
-                     f"{c.in_bytes / 1e6:.3g}", f"{c.out_bytes / 1e6:.3g}", f"{c.ai:.1f}",
-                     f"{lb.attainable:,.0f}", lb.bound, _seconds(lb.time_s)])  # fmt: skip
+        rows.append(
+            [
+                c.name,
+                c.type,
+                shape,
+                f"{c.flops / 1e6:,.1f}",
+                f"{c.weight_bytes / 1e6:.3g}",
+                f"{c.in_bytes / 1e6:.3g}",
+                f"{c.out_bytes / 1e6:.3g}",
+                f"{c.ai:.1f}",
+                f"{lb.attainable:,.0f}",
+                lb.bound,
+                _seconds(lb.time_s),
+            ]
+        )
     head = [
-        f"{na.network} on {na.device}: {na.dtype}, batch {na.batch}; peak {na.peak:,.0f} GFLOP/s, {na.memory} {na.bandwidth:g} GB/s, "
+        f"{na.network} on {na.device}: {na.dtype}, batch {na.batch}; peak {na.peak:,.0f} "
+        f"GFLOP/s, {na.memory} {na.bandwidth:g} GB/s, "
         f"ridge {na.ridge:.1f} FLOP/byte",
         "counting: a MAC = 2 flops; each layer moves its weights (bias included), input and "
         "output activations once; pooling skipped (fused); ReLU/BN not counted",
@@ -256,13 +316,25 @@ def format_coalescing(c, what: str) -> str:
         f"bytes used {c.used_bytes:,}",
         "",
     ]
-    cols = [_Col("transaction", "<", 0), _Col("transactions"), _Col("bytes moved"),
-            _Col("efficiency"), _Col("waste")]  # fmt: skip
+    cols = [
+        _Col("transaction", "<", 0),
+        _Col("transactions"),
+        _Col("bytes moved"),
+        _Col("efficiency"),
+        _Col("waste"),
+    ]
     rows = []
     for s, t in zip(c.segments, c.transactions, strict=True):
         eff = c.efficiency(s)
-        rows.append([f"{s} B", f"{t:,}", f"{t * s:,}", "-" if eff is None else f"{100 * eff:.1f}%",
-                     "-" if eff is None else f"{1 / eff:.2f}x"])  # fmt: skip
+        rows.append(
+            [
+                f"{s} B",
+                f"{t:,}",
+                f"{t * s:,}",
+                "-" if eff is None else f"{100 * eff:.1f}%",
+                "-" if eff is None else f"{1 / eff:.2f}x",
+            ]
+        )
     return "\n".join(lines + _table(cols, rows))
 
 
@@ -274,21 +346,25 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
 
     given = [args.kernel is not None, args.trace is not None, args.stride is not None]
     if sum(given) != 1:
-        raise HroofError("give exactly one of KERNEL (see 'hroof kernels'), --trace FILE or "
-                         "--stride BYTES")  # fmt: skip
+        raise HroofError(
+            "give exactly one of KERNEL (see 'hroof kernels'), --trace FILE or --stride BYTES"
+        )
     if args.stride is not None:
         if args.stride < 0:
             raise HroofError(f"--stride must be a non-negative number of bytes, got {args.stride}")
-        c = coalescing.warp_transactions([args.stride * t for t in range(32)], args.size,
-                                         args.segment)  # fmt: skip
+        c = coalescing.warp_transactions(
+            [args.stride * t for t in range(32)], args.size, args.segment
+        )
         what = f"one warp: 32 threads x {args.size}-byte accesses, {args.stride} bytes apart"
     elif args.kernel is not None:
         plan = _kernel_plan(args.kernel, args.params)
         per = args.per_thread or plan.per_iteration
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
             c = coalescing.coalesce_plan(plan, segments=args.segment, per_thread=per, progress=bar)
-        what = (f"kernel {args.kernel} {' '.join(args.params)}".rstrip()
-                + f": one loop iteration per thread, {per} accesses per thread")  # fmt: skip
+        what = (
+            f"kernel {args.kernel} {' '.join(args.params)}".rstrip()
+            + f": one loop iteration per thread, {per} accesses per thread"
+        )
     else:
         from hroof.traces import count_accesses, detect_format
 
@@ -297,8 +373,14 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
         with Progress(
             count_accesses(args.trace, fmt), enabled=False if args.quiet else None
         ) as bar:
-            c = coalescing.coalesce_trace(args.trace, fmt, segments=args.segment, per_thread=per,
-                                          access_size=args.access_size, progress=bar)  # fmt: skip
+            c = coalescing.coalesce_trace(
+                args.trace,
+                fmt,
+                segments=args.segment,
+                per_thread=per,
+                access_size=args.access_size,
+                progress=bar,
+            )
         what = f"trace {args.trace}: warps of 32 consecutive threads, {per} accesses per thread"
     _emit(json.dumps(c.to_dict(), indent=2) if args.json else format_coalescing(c, what))
     return 0
@@ -310,12 +392,26 @@ def cmd_mwp(args: argparse.Namespace) -> int:
     from hroof.accel.mwp import mwp_cwp, timeline
     from hroof.cli import _emit
 
-    r = mwp_cwp(args.mem_latency, args.departure_delay, args.comp_cycles, args.mem_cycles,
-                args.mem_insts, args.warps, rounds=args.rounds, bandwidth_gbs=args.bandwidth,
-                bytes_per_warp=args.bytes_per_warp, clock_ghz=args.clock,
-                active_sms=args.sms)  # fmt: skip
-    t = timeline(args.warps, args.comp_cycles / args.mem_insts,
-                 args.mem_cycles / args.mem_insts, max(1, int(r.mwp)), args.mem_insts)  # fmt: skip
+    r = mwp_cwp(
+        args.mem_latency,
+        args.departure_delay,
+        args.comp_cycles,
+        args.mem_cycles,
+        args.mem_insts,
+        args.warps,
+        rounds=args.rounds,
+        bandwidth_gbs=args.bandwidth,
+        bytes_per_warp=args.bytes_per_warp,
+        clock_ghz=args.clock,
+        active_sms=args.sms,
+    )
+    t = timeline(
+        args.warps,
+        args.comp_cycles / args.mem_insts,
+        args.mem_cycles / args.mem_insts,
+        max(1, int(r.mwp)),
+        args.mem_insts,
+    )
     if args.json:
         _emit(json.dumps({**r.to_dict(), "timeline_cycles": t.total}, indent=2))
         return 0
@@ -361,18 +457,35 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument("m", metavar="M", help="rows of A and C")
     p.add_argument("n", metavar="N", help="columns of B and C")
     p.add_argument("k", metavar="K", help="columns of A, rows of B")
-    p.add_argument("--machine", default="v100", metavar="NAME|FILE",
-                   help="a GPU machine (default: v100; see 'hroof machine list')")  # fmt: skip
-    p.add_argument("--dtype", default="fp16", metavar="DTYPE",
-                   help=f"element precision: {_DTYPES} (default: fp16); the machine must "
-                   "give a peak for it")  # fmt: skip
-    p.add_argument("--tile", default="128x128", metavar="MtxNt",
-                   help="C tile per thread block (default: 128x128)")  # fmt: skip
-    p.add_argument("--sweep", metavar="DIM=VALUES",
-                   help="vary one dimension: m, n or k = a list or range (16..8192:x2); the "
-                   "positional value of that dimension is ignored")  # fmt: skip
-    p.add_argument("--plot", metavar="FILE", help="write the shapes on the device's roofline "
-                   "(.png, .svg or .pdf)")  # fmt: skip
+    p.add_argument(
+        "--machine",
+        default="v100",
+        metavar="NAME|FILE",
+        help="a GPU machine (default: v100; see 'hroof machine list')",
+    )
+    p.add_argument(
+        "--dtype",
+        default="fp16",
+        metavar="DTYPE",
+        help=f"element precision: {_DTYPES} (default: fp16); the machine must give a peak for it",
+    )
+    p.add_argument(
+        "--tile",
+        default="128x128",
+        metavar="MtxNt",
+        help="C tile per thread block (default: 128x128)",
+    )
+    p.add_argument(
+        "--sweep",
+        metavar="DIM=VALUES",
+        help="vary one dimension: m, n or k = a list or range (16..8192:x2); the "
+        "positional value of that dimension is ignored",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write the shapes on the device's roofline (.png, .svg or .pdf)",
+    )
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
     p.set_defaults(func=_gemm_entry)
 
@@ -396,12 +509,25 @@ def register(sub, machine_sub=None) -> None:
         ),
     )
     p.add_argument("network", metavar="NAME|FILE", help="vgg16, mobilenet or a .toml/.json file")
-    p.add_argument("--machine", default="gtx1080ti", metavar="NAME|FILE",
-                   help="a GPU machine (default: gtx1080ti)")  # fmt: skip
-    p.add_argument("--dtype", default="fp32", metavar="DTYPE",
-                   help=f"element precision: {_DTYPES} (default: fp32, 4 bytes)")  # fmt: skip
-    p.add_argument("--batch", type=_int_arg, default=1, metavar="B",
-                   help="batch size: scales flops and activations, not weights (default: 1)")  # fmt: skip
+    p.add_argument(
+        "--machine",
+        default="gtx1080ti",
+        metavar="NAME|FILE",
+        help="a GPU machine (default: gtx1080ti)",
+    )
+    p.add_argument(
+        "--dtype",
+        default="fp32",
+        metavar="DTYPE",
+        help=f"element precision: {_DTYPES} (default: fp32, 4 bytes)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_int_arg,
+        default=1,
+        metavar="B",
+        help="batch size: scales flops and activations, not weights (default: 1)",
+    )
     p.add_argument("--plot", metavar="FILE", help="write the per-layer roofline (.png/.svg/.pdf)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
     p.set_defaults(func=cmd_network)
@@ -419,9 +545,9 @@ def register(sub, machine_sub=None) -> None:
         ),
         epilog=(
             "examples:\n"
-            "  hroof coalesce --stride 128 --size 4      scattered: 8x (32 B) and 32x (128 B) waste\n"
-            "  hroof coalesce --stride 4 --size 4        coalesced: one 128-byte transaction\n"
-            "  hroof coalesce stream_triad n=4096\n"
+            "  hroof coalesce --stride 128 --size 4   scattered: 8x (32 B), 32x (128 B) waste\n"
+            "  hroof coalesce --stride 4 --size 4     coalesced: one 128-byte transaction\n"
+            "  hroof coalesce triad n=4096\n"
             "  hroof coalesce --trace run.din --segment 32,128"
         ),
     )
@@ -429,17 +555,39 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="the kernel's parameters")
     p.add_argument("--trace", metavar="FILE", help="a trace file (npz, din, lackey)")
     p.add_argument("--format", metavar="FORMAT", help="trace format (default: from the name)")
-    p.add_argument("--access-size", type=_int_arg, default=8, metavar="BYTES",
-                   help="size of din accesses without a SIZE field (default: 8)")  # fmt: skip
-    p.add_argument("--stride", type=_int_arg, metavar="BYTES",
-                   help="one warp: thread t accesses address t x BYTES")  # fmt: skip
-    p.add_argument("--size", type=_int_arg, default=4, metavar="BYTES",
-                   help="access size for --stride (default: 4)")  # fmt: skip
-    p.add_argument("--segment", type=_segments_arg, default=[32, 64, 128], metavar="S1,S2,..",
-                   help="transaction sizes in bytes (default: 32,64,128)")  # fmt: skip
-    p.add_argument("--per-thread", type=_int_arg, metavar="P",
-                   help="accesses per thread (default: a kernel's accesses per iteration; "
-                   "1 for a trace)")  # fmt: skip
+    p.add_argument(
+        "--access-size",
+        type=_int_arg,
+        default=8,
+        metavar="BYTES",
+        help="size of din accesses without a SIZE field (default: 8)",
+    )
+    p.add_argument(
+        "--stride",
+        type=_int_arg,
+        metavar="BYTES",
+        help="one warp: thread t accesses address t x BYTES",
+    )
+    p.add_argument(
+        "--size",
+        type=_int_arg,
+        default=4,
+        metavar="BYTES",
+        help="access size for --stride (default: 4)",
+    )
+    p.add_argument(
+        "--segment",
+        type=_segments_arg,
+        default=[32, 64, 128],
+        metavar="S1,S2,..",
+        help="transaction sizes in bytes (default: 32,64,128)",
+    )
+    p.add_argument(
+        "--per-thread",
+        type=_int_arg,
+        metavar="P",
+        help="accesses per thread (default: a kernel's accesses per iteration; 1 for a trace)",
+    )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_coalesce)
@@ -463,27 +611,69 @@ def register(sub, machine_sub=None) -> None:
             "--mem-cycles 200 --warps 8"
         ),
     )
-    p.add_argument("--mem-latency", type=_float_arg, required=True, metavar="CYCLES",
-                   help="Mem_L: cycles from a memory request to its data")  # fmt: skip
-    p.add_argument("--departure-delay", type=_float_arg, required=True, metavar="CYCLES",
-                   help="cycles between consecutive memory requests of an SM")  # fmt: skip
-    p.add_argument("--comp-cycles", type=_float_arg, required=True, metavar="CYCLES",
-                   help="computation cycles per warp")  # fmt: skip
-    p.add_argument("--mem-cycles", type=_float_arg, required=True, metavar="CYCLES",
-                   help="memory waiting cycles per warp")  # fmt: skip
-    p.add_argument("--mem-insts", type=_int_arg, default=1, metavar="N",
-                   help="memory instructions per warp (default: 1)")  # fmt: skip
-    p.add_argument("--warps", type=_int_arg, required=True, metavar="N",
-                   help="active warps per SM")  # fmt: skip
-    p.add_argument("--rounds", type=_float_arg, default=1.0, metavar="R",
-                   help="#Rep: rounds of N warps per SM (default: 1)")  # fmt: skip
-    p.add_argument("--bandwidth", type=_float_arg, metavar="GB/s",
-                   help="memory bandwidth, for MWP's bandwidth limit")  # fmt: skip
-    p.add_argument("--bytes-per-warp", type=_float_arg, metavar="BYTES",
-                   help="bytes of one warp's memory request")  # fmt: skip
+    p.add_argument(
+        "--mem-latency",
+        type=_float_arg,
+        required=True,
+        metavar="CYCLES",
+        help="Mem_L: cycles from a memory request to its data",
+    )
+    p.add_argument(
+        "--departure-delay",
+        type=_float_arg,
+        required=True,
+        metavar="CYCLES",
+        help="cycles between consecutive memory requests of an SM",
+    )
+    p.add_argument(
+        "--comp-cycles",
+        type=_float_arg,
+        required=True,
+        metavar="CYCLES",
+        help="computation cycles per warp",
+    )
+    p.add_argument(
+        "--mem-cycles",
+        type=_float_arg,
+        required=True,
+        metavar="CYCLES",
+        help="memory waiting cycles per warp",
+    )
+    p.add_argument(
+        "--mem-insts",
+        type=_int_arg,
+        default=1,
+        metavar="N",
+        help="memory instructions per warp (default: 1)",
+    )
+    p.add_argument("--warps", type=_int_arg, required=True, metavar="N", help="active warps per SM")
+    p.add_argument(
+        "--rounds",
+        type=_float_arg,
+        default=1.0,
+        metavar="R",
+        help="#Rep: rounds of N warps per SM (default: 1)",
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=_float_arg,
+        metavar="GB/s",
+        help="memory bandwidth, for MWP's bandwidth limit",
+    )
+    p.add_argument(
+        "--bytes-per-warp",
+        type=_float_arg,
+        metavar="BYTES",
+        help="bytes of one warp's memory request",
+    )
     p.add_argument("--clock", type=_float_arg, metavar="GHz", help="SM clock")
-    p.add_argument("--sms", type=_int_arg, default=1, metavar="N",
-                   help="active SMs sharing the bandwidth (default: 1)")  # fmt: skip
+    p.add_argument(
+        "--sms",
+        type=_int_arg,
+        default=1,
+        metavar="N",
+        help="active SMs sharing the bandwidth (default: 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_mwp)
 
