@@ -206,6 +206,10 @@ def test_networks_on_the_1080ti_as_the_article_says(gtx):
     assert gtx.bound(25) == "compute" and round(gtx.attainable(25) / 1e3, 1) == 11.3
     assert gtx.bound(7) == "memory" and gtx.attainable(7) == pytest.approx(7 * 484)
     assert vgg.time_s == pytest.approx(sum(lb.time_s for lb in vgg.layers))
+    # Counting a MAC as one operation (as the article's sources do) gives VGG16 about 24,
+    # still compute-bound, and MobileNet about 10, still memory-bound.
+    assert gtx.bound(vgg.macs / vgg.bytes) == "compute" and round(vgg.macs / vgg.bytes) == 24
+    assert gtx.bound(mob.macs / mob.bytes) == "memory"
 
 
 def test_batch_and_dtype_scale_what_they_should():
