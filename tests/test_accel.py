@@ -167,6 +167,25 @@ def test_tiled_bytes_against_a_loop_over_tiles(m, n, k, tile):
     assert gemm.thread_blocks(m, n, tile) == math.ceil(m / mt) * math.ceil(n / nt)
 
 
+def test_gemm_uses_the_l2_roof_only_when_the_l2_bandwidth_is_known():
+    doc = {
+        "machine": {"name": "l1 only", "kind": "gpu", "sms": 2},
+        "compute": {"peak": 100.0},
+        "level": [
+            {"name": "L1", "size": "1 KiB", "ways": 2, "line": 128, "bandwidth": 50.0},
+            {"name": "L2", "size": "4 KiB", "ways": 2, "line": 128},
+        ],
+        "memory": {"name": "HBM", "bandwidth": 10.0},
+    }
+    dev = device(machine_from_dict(doc), "fp64")
+    assert dev.cache_level is None  # L1 is not the level above memory
+    a = gemm.analyse_gemm(64, 64, 64, dev, (32, 32))
+    assert [lv.name for lv in a.levels] == ["HBM"]
+    doc["level"][1]["bandwidth"] = 20.0
+    b = gemm.analyse_gemm(64, 64, 64, device(machine_from_dict(doc), "fp64"), (32, 32))
+    assert [(lv.name, lv.traffic) for lv in b.levels] == [("L2", "tiled"), ("HBM", "unique")]
+
+
 def test_gemm_bad_input(v100):
     with pytest.raises(HroofError, match="GEMM dimension M must be a positive whole number"):
         gemm.analyse_gemm(0, 128, 8192, v100)
@@ -248,7 +267,11 @@ def test_network_files(tmp_path):
     with pytest.raises(ConfigError, match="unknown network"):
         network.load_network("resnet50")
     with pytest.raises(ConfigError, match="needs 'out'"):
-        network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "conv"}]})
+        network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "conv", "kernel": 3}]})
+    with pytest.raises(ConfigError, match="needs 'kernel'"):
+        network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "conv", "out": 2}]})
+    with pytest.raises(ConfigError, match=r"unknown key 'kernal'.*did you mean 'kernel'"):
+        network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "dwconv", "kernal": 3}]})
     with pytest.raises(ConfigError, match="does not fit"):
         network.layer_costs(network.network_from_dict(
             {"input": [1, 2, 2], "layers": [{"type": "conv", "out": 1, "kernel": 5}]}))  # fmt: skip

@@ -464,7 +464,8 @@ def test_error_missing_machine_file(capsys, mixed, tmp_path):
 
 def test_error_unknown_machine_lists_known(capsys, mixed):
     assert_bad(capsys, ["simulate", "--trace", mixed["din"], "--machine", "generc"],
-               "unknown machine 'generc'", "did you mean 'generic'", "known: a100, generic")  # fmt: skip
+               "unknown machine 'generc'", "did you mean 'generic'",
+               "known: a100, generic")  # fmt: skip
 
 
 @pytest.mark.parametrize("fmt", ["dinn", "csv"])

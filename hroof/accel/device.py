@@ -57,6 +57,7 @@ class Device:
     levels: tuple[tuple[str, float], ...]
     memory: str
     sms: int | None = None
+    last_cache: str | None = None
 
     def __post_init__(self):
         element_size(self.dtype)
@@ -96,8 +97,16 @@ class Device:
 
     @property
     def cache_level(self) -> tuple[str, float] | None:
-        """The level just above memory, when its bandwidth is known (the GPU's L2)."""
-        return self.levels[-2] if len(self.levels) > 1 else None
+        """The level just above memory (the GPU's L2) with its GB/s, when known.
+
+        ``last_cache`` names it ("" when the machine does not know its bandwidth); when it
+        is None (a Device built by hand) the level before memory in ``levels`` is taken.
+        """
+        if self.last_cache == "":
+            return None
+        name = self.last_cache or (self.levels[-2][0] if len(self.levels) > 1 else None)
+        known = dict(self.levels)
+        return (name, known[name]) if name in known else None
 
 
 def device(machine, dtype: str | None = None) -> Device:
@@ -131,6 +140,8 @@ def device(machine, dtype: str | None = None) -> Device:
             f"machine {machine.name} has no memory bandwidth; add [memory] bandwidth (GB/s)"
         )
     levels = tuple((n, bw) for n, bw in machine.all_bandwidths() if bw is not None)
+    last = machine.level_names[-1] if machine.level_names else None
+    last_cache = last if last is not None and machine.bandwidth(last) is not None else ""
     return Device(
         name=machine.name,
         dtype=dtype,
@@ -138,6 +149,7 @@ def device(machine, dtype: str | None = None) -> Device:
         levels=levels,
         memory=machine.memory_name,
         sms=getattr(machine, "sms", None),
+        last_cache=last_cache,
     )
 
 

@@ -99,6 +99,8 @@ def layer_from_dict(d: dict, where: str = "layer") -> Layer:
             raise ConfigError(f"{key} of {where} must be true or false, got {v!r}")
         return v
 
+    if kind == "conv" and "kernel" not in d:
+        raise ConfigError(f"a conv layer needs 'kernel' (the window side, e.g. 3) in {where}")
     if kind in _NEEDS_OUT and "out" not in d:
         raise ConfigError(f"a {kind} layer needs 'out' (output channels/features) in {where}")
     kernel = (

@@ -405,15 +405,14 @@ def cmd_mwp(args: argparse.Namespace) -> int:
         clock_ghz=args.clock,
         active_sms=args.sms,
     )
-    t = timeline(
-        args.warps,
-        args.comp_cycles / args.mem_insts,
-        args.mem_cycles / args.mem_insts,
-        max(1, int(r.mwp)),
-        args.mem_insts,
-    )
+    slots = max(1, int(r.mwp))
+    t = None
+    if args.warps * args.mem_insts <= 100_000:  # the replay is a Python loop
+        per = args.mem_insts
+        t = timeline(args.warps, args.comp_cycles / per, args.mem_cycles / per, slots, per)
+    replay = None if t is None else t.total * r.rounds
     if args.json:
-        _emit(json.dumps({**r.to_dict(), "timeline_cycles": t.total}, indent=2))
+        _emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
         return 0
     bw = "" if r.mwp_peak_bw is None else f", bandwidth limit {r.mwp_peak_bw:.2f}"
     lines = [
@@ -424,8 +423,10 @@ def cmd_mwp(args: argparse.Namespace) -> int:
         f"case  {r.case}: {r.dominant} dominates "
         f"({'CWP >= MWP' if r.cwp >= r.mwp else 'CWP < MWP'})",
         f"cycles {r.exec_cycles:,.6g} = ({r.formula}) x {r.rounds:g} round(s)",
-        f"replay {t.total * r.rounds:,.6g} cycles (one issue pipeline, at most "
-        f"{max(1, int(r.mwp))} memory periods in flight)",
+        f"replay {replay:,.6g} cycles (one issue pipeline, at most {slots} memory periods in "
+        "flight)"
+        if replay is not None
+        else "replay skipped (more than 100,000 memory periods)",
     ]
     _emit("\n".join(lines))
     return 0
