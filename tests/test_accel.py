@@ -383,6 +383,15 @@ def test_plots_under_agg(v100, gtx):
     assert {"conv", "dwconv", "pwconv", "fc"} <= set(legend)
     assert any("memory-bound" in t for t in legend)
     assert len(ax.collections) == sum(lb.bound != "skipped" for lb in na.layers)
+    from hroof.accel.plots import timeline_figure
+
+    r = mwp.mwp_cwp(200, 100, 100, 200, 1, 8)
+    ax = timeline_figure(mwp.timeline(8, 100, 200, 2), r).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"warp {8 - y}" for y in range(8)]
+    assert len(ax.collections) == 16  # a computation and a memory row per warp
+    assert "MWP 2, CWP 3, memory dominates" in ax.get_title()
+    assert any("total 1000 cycles" in t.get_text() for t in ax.texts)
+    assert ax.get_xlabel() == "time (cycles)"
 
 
 # ---------------------------------------------------------------------------- CLI
@@ -424,6 +433,13 @@ def test_cli_coalesce_and_mwp(capsys, tmp_path):
     code, out, _ = run(capsys, "mwp", "--mem-latency", 200, "--departure-delay", 100,
                        "--comp-cycles", 100, "--mem-cycles", 200, "--warps", 8)  # fmt: skip
     assert code == 0 and "CWP   3" in out and "MWP   2" in out and "memory dominates" in out
+    png = tmp_path / "replay.png"
+    code, out, _ = run(capsys, "mwp", "--mem-latency", 200, "--departure-delay", 25,
+                       "--comp-cycles", 100, "--mem-cycles", 200, "--warps", 8, "--json",
+                       "--plot", png)  # fmt: skip
+    doc = json.loads(out)
+    assert doc["dominant"] == "compute" and doc["exec_cycles"] == doc["replay_cycles"] == 1000
+    assert png.stat().st_size > 1000
 
 
 def test_cli_errors(capsys, tmp_path):
@@ -443,5 +459,9 @@ def test_cli_errors(capsys, tmp_path):
     assert_bad(capsys, ["gemm", 64, 64, 64, "--plot", tmp_path / "x.txt"], ".png")
     assert not (tmp_path / "x.txt").exists()
     assert_bad(capsys, ["coalesce"], "exactly one of")
+    assert_bad(capsys, ["coalesce", "--trace", tmp_path / "t.npz", "--format", "csv"],
+               "unknown trace format")  # fmt: skip
+    assert_bad(capsys, ["coalesce", "--stride", 4, "--size", 0], "--size")
+    assert_bad(capsys, ["coalesce", "--trace", tmp_path / "missing.din"], "missing.din")
     assert_bad(capsys, ["mwp", "--mem-latency", 0, "--departure-delay", 1, "--comp-cycles", 1,
                         "--mem-cycles", 1, "--warps", 1], "memory latency")  # fmt: skip

@@ -15,6 +15,7 @@ import numpy as np
 
 from hroof.accel.device import Device
 from hroof.accel.gemm import GemmAnalysis
+from hroof.accel.mwp import MwpResult, Timeline
 from hroof.accel.network import NetworkAnalysis
 from hroof.roofline.plots import COLOURS, _figure
 
@@ -155,4 +156,40 @@ def network_figure(na: NetworkAnalysis, dev: Device):
     ax.set_title(
         f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch})", fontsize=10
     )
+    return fig
+
+
+def timeline_figure(t: Timeline, r: MwpResult | None = None):
+    """The MWP/CWP replay as the article draws it: one row per warp, computation periods
+    as white boxes, memory waiting periods as coloured ones, time in cycles."""
+    n = len(t.compute)
+    fig = _figure(7.5, 0.6 + 0.32 * n)
+    ax = fig.add_subplot()
+    for w in range(n):
+        y = n - 1 - w
+        ax.broken_barh(
+            [(a, b - a) for a, b in t.compute[w]],
+            (y - 0.35, 0.7),
+            facecolor="white",
+            edgecolor="black",
+            linewidth=0.8,
+            label="computation period" if w == 0 else "_",
+        )
+        ax.broken_barh(
+            [(a, b - a) for a, b in t.memory[w]],
+            (y - 0.35, 0.7),
+            facecolor="#56B4E9",
+            edgecolor="black",
+            linewidth=0.8,
+            label="memory waiting period" if w == 0 else "_",
+        )
+    ax.set_yticks(range(n), [f"warp {n - y}" for y in range(n)])
+    ax.set_xlabel("time (cycles)")
+    ax.set_xlim(0, t.total * 1.02)
+    ax.axvline(t.total, color="black", lw=1, ls="--")
+    ax.set_ylim(-1.2, n - 0.4)
+    ax.text(t.total, -0.9, f"total {t.total:g} cycles ", ha="right", va="center", fontsize=8)
+    what = "" if r is None else f": MWP {r.mwp:g}, CWP {r.cwp:g}, {r.dominant} dominates"
+    ax.set_title(f"MWP/CWP replay{what}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return fig

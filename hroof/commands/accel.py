@@ -411,6 +411,12 @@ def cmd_mwp(args: argparse.Namespace) -> int:
         per = args.mem_insts
         t = timeline(args.warps, args.comp_cycles / per, args.mem_cycles / per, slots, per)
     replay = None if t is None else t.total * r.rounds
+    if args.plot:
+        if t is None:
+            raise HroofError("--plot needs a replay: at most 100,000 memory periods")
+        from hroof.accel.plots import timeline_figure
+
+        _save_figure(timeline_figure(t, r), args.plot)
     if args.json:
         _emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
         return 0
@@ -435,6 +441,8 @@ def cmd_mwp(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- parsers
 def register(sub, machine_sub=None) -> None:
     """Add ``gemm``, ``network``, ``coalesce`` and ``mwp`` to the ``hroof`` subparsers."""
+    from hroof.cli import _format_arg, _positive
+
     p = sub.add_parser(
         "gemm",
         help="a GEMM shape on a GPU: AI, ridge points, compute/memory/latency-bound",
@@ -555,10 +563,15 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument("kernel", nargs="?", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
     p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="the kernel's parameters")
     p.add_argument("--trace", metavar="FILE", help="a trace file (npz, din, lackey)")
-    p.add_argument("--format", metavar="FORMAT", help="trace format (default: from the name)")
+    p.add_argument(
+        "--format",
+        type=_format_arg,
+        metavar="{npz,din,lackey}",
+        help="trace format (default: from the file name)",
+    )
     p.add_argument(
         "--access-size",
-        type=_int_arg,
+        type=_positive("number of bytes", (1 << 32) - 1),
         default=8,
         metavar="BYTES",
         help="size of din accesses without a SIZE field (default: 8)",
@@ -571,7 +584,7 @@ def register(sub, machine_sub=None) -> None:
     )
     p.add_argument(
         "--size",
-        type=_int_arg,
+        type=_positive("number of bytes"),
         default=4,
         metavar="BYTES",
         help="access size for --stride (default: 4)",
@@ -585,7 +598,7 @@ def register(sub, machine_sub=None) -> None:
     )
     p.add_argument(
         "--per-thread",
-        type=_int_arg,
+        type=_positive("number of accesses"),
         metavar="P",
         help="accesses per thread (default: a kernel's accesses per iteration; 1 for a trace)",
     )
@@ -668,6 +681,11 @@ def register(sub, machine_sub=None) -> None:
         help="bytes of one warp's memory request",
     )
     p.add_argument("--clock", type=_float_arg, metavar="GHz", help="SM clock")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write the replay as a timeline, one row per warp (.png, .svg or .pdf)",
+    )
     p.add_argument(
         "--sms",
         type=_int_arg,
