@@ -272,6 +272,9 @@ def test_network_files(tmp_path):
         network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "conv", "out": 2}]})
     with pytest.raises(ConfigError, match=r"unknown key 'kernal'.*did you mean 'kernel'"):
         network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "dwconv", "kernal": 3}]})
+    only_pool = network.network_from_dict({"input": [1, 4, 4], "layers": [{"type": "pool"}]})
+    with pytest.raises(ConfigError, match="no counted layer"):
+        network.analyse_network(only_pool, Device("d", "fp32", 1.0, (("M", 1.0),), "M"))
     with pytest.raises(ConfigError, match="does not fit"):
         network.layer_costs(network.network_from_dict(
             {"input": [1, 2, 2], "layers": [{"type": "conv", "out": 1, "kernel": 5}]}))  # fmt: skip

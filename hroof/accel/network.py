@@ -376,6 +376,8 @@ def analyse_network(net: Network, dev: Device, batch: int = 1) -> NetworkAnalysi
         )
     flops = sum(lc.flops for lc in costs)
     nbytes = sum(lc.bytes for lc in costs)
+    if nbytes == 0:
+        raise ConfigError(f"network {net.name} has no counted layer (pooling is skipped)")
     ai = flops / nbytes
     attainable = min(dev.peak, ai * bw)
     time_s = math.fsum(b.time_s for b in bounds)

@@ -12,12 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from pathlib import Path
 
 from hroof.errors import HroofError
 
 _FMT = argparse.RawDescriptionHelpFormatter
 _DTYPES = "fp64, fp32, tf32, fp16, bf16, int8"
+
+
+def _wrap(text: str) -> str:
+    """A description paragraph wrapped for the raw-description help formatter."""
+    return textwrap.fill(text, 88)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -447,7 +453,7 @@ def register(sub, machine_sub=None) -> None:
         "gemm",
         help="a GEMM shape on a GPU: AI, ridge points, compute/memory/latency-bound",
         formatter_class=_FMT,
-        description=(
+        description=_wrap(
             "Arithmetic intensity of C(MxN) = A(MxK) B(KxN) at a precision (2MNK flops over "
             "A and B read once and C written once), the tiled kernel's AI (per tile: "
             "(Mt+Nt)K elements for 2MtNtK flops) against the L2, the ridge point of each "
@@ -457,9 +463,9 @@ def register(sub, machine_sub=None) -> None:
         ),
         epilog=(
             "examples:\n"
-            "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1: memory\n"
+            "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9, 64 blocks\n"
             "  hroof gemm 8192 8192 8192 --dtype fp16                 AI 2730: compute\n"
-            "  hroof gemm 8192 128 8192 --tile 32x32                  enough blocks\n"
+            "  hroof gemm 8192 128 8192 --tile 32x32                  1024 blocks: memory-bound\n"
             "  hroof gemm 4096 n 4096 --sweep n=16..8192:x2 --plot gemm.png"
         ),
     )
@@ -502,7 +508,7 @@ def register(sub, machine_sub=None) -> None:
         "network",
         help="a CNN's per-layer flops, bytes and roofline on a device (vgg16, mobilenet, file)",
         formatter_class=_FMT,
-        description=(
+        description=_wrap(
             "Per-layer flops (a MAC is 2 flops) and bytes (weights incl. bias, input and "
             "output activations, each moved once) of a network, its arithmetic intensity, "
             "attainable performance min(peak, AI x memory bandwidth) and bound on a device. "
@@ -545,7 +551,7 @@ def register(sub, machine_sub=None) -> None:
         "coalesce",
         help="memory coalescing: 32/64/128-byte transactions per warp and their efficiency",
         formatter_class=_FMT,
-        description=(
+        description=_wrap(
             "Group accesses into warps of 32 threads and count, per warp instruction, the "
             "aligned segments of each transaction size its threads touch; the efficiency is "
             "bytes used / bytes moved. A kernel runs one loop iteration per thread (the j-th "
@@ -610,7 +616,7 @@ def register(sub, machine_sub=None) -> None:
         "mwp",
         help="Hong and Kim's MWP/CWP model: memory or compute dominated, execution cycles",
         formatter_class=_FMT,
-        description=(
+        description=_wrap(
             "MWP (warps that can wait for memory at once) = min(Mem_L / departure delay, "
             "bandwidth limit, N); CWP (warps that compute during one memory wait, plus one) "
             "= min((Mem_cycles + Comp_cycles) / Comp_cycles, N); CWP >= MWP: memory "
