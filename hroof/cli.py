@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hroof
+from hroof.commands import accel as _accel_command
+from hroof.commands import energy as _energy_command
 from hroof.errors import HroofError, suggest
 from hroof.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
@@ -1176,9 +1178,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
-    from hroof.commands.accel import register as register_accel
-
-    register_accel(sub, msub)
+    _energy_command.register(sub, msub)
+    _accel_command.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 

@@ -1,2 +1,2 @@
-"""Command-line subcommands added by topic: each module defines ``register(sub, machine_sub)``
-and its ``cmd_*`` functions (see hroof/cli.py, build_parser)."""
+"""Command-line subcommands kept out of hroof/cli.py: one module per topic, each with a
+``register(sub, machine_sub)`` that adds its subparsers and the ``cmd_*`` functions they run."""
