@@ -1257,9 +1257,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     # Commands kept in hroof/commands/, one module per topic.
-    from hroof.commands import energy, run, spmv_blocking, table
+    from hroof.commands import accel, energy, run, spmv_blocking, table
 
-    for module in (energy, run, spmv_blocking, table):
+    for module in (run, energy, spmv_blocking, table, accel):
         module.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
@@ -1298,7 +1298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             choices = (
                 "show, list, detect"
                 if which is not parser
-                else "kernels, simulate, sweep, run, trace, machine, demo"
+                else "kernels, simulate, sweep, run, trace, machine, demo, report, energy, "
+                "spmv-blocking, table, gemm, network, coalesce, mwp"
             )
             which.error(f"missing command; choose one of {choices}")
     except SystemExit as exc:  # --help, --version, usage errors
