@@ -142,6 +142,22 @@ def test_gemm_classes(v100):
     assert e.bound == "compute" and e.klass == "latency" and e.blocks == 64
 
 
+def test_default_tile_fills_the_device(v100):
+    """With no tile given, the largest-AI tile that still gives 4 x SMs blocks: the
+    article's 8192 x 128 x 8192 is then memory-bound (as the article says), 8192^3
+    compute-bound with the biggest tile, and a shape too small for any tile latency-bound."""
+    a = gemm.analyse_gemm(8192, 128, 8192, v100)
+    assert a.tile == (64, 32) and a.blocks == 512 >= a.min_blocks and a.klass == "memory"
+    for bigger in gemm.TILES[: gemm.TILES.index(a.tile)]:
+        assert gemm.thread_blocks(8192, 128, bigger) < 320  # every larger tile under-fills
+    assert gemm.tile_ai(*a.tile, 2) <= min(gemm.tile_ai(*t, 2) for t in gemm.TILES[:6])
+    c = gemm.analyse_gemm(8192, 8192, 8192, v100)
+    assert c.tile == (256, 128) and c.klass == "compute"
+    tiny = gemm.analyse_gemm(128, 128, 8192, v100)
+    assert tiny.tile == (16, 16) and tiny.blocks == 64 and tiny.klass == "latency"
+    assert gemm.choose_tile(8192, 128, v100) == (64, 32)
+
+
 def test_tile_ai_and_tiled_traffic():
     # Per tile: 2 Mt Nt K flops over (Mt + Nt) K elements; K cancels.
     assert gemm.tile_ai(128, 128, "fp16") == 2 * 128 * 128 / (256 * 2)
@@ -402,6 +418,9 @@ def test_cli_gemm(capsys, tmp_path):
     code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--machine", "v100", "--dtype", "fp16")
     assert code == 0, err
     assert "124.1" in out and "138.9" in out and "40.3" in out
+    assert "class          memory-bound" in out and "tile 64x32" in out
+    code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--machine", "v100", "--tile", "128x128")
+    assert code == 0, err
     assert "latency-bound" in out and "64 thread blocks" in out
     code, out, _ = run(capsys, "gemm", 8192, 8192, 8192, "--json")
     doc = json.loads(out)

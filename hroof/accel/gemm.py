@@ -35,8 +35,14 @@ from hroof.errors import HroofError
 #: Thread blocks per SM below which a kernel counts as latency-bound (the article's rule).
 BLOCKS_PER_SM = 4
 
-#: Default tile (thread block's share of C): a common cuBLAS/CUTLASS tile.
+#: Default tile (thread block's share of C) when the device's SM count is unknown: a common
+#: cuBLAS/CUTLASS tile.
 DEFAULT_TILE = (128, 128)
+
+#: The tiles :func:`choose_tile` picks from, as GEMM libraries do (CUTLASS's threadblock
+#: shapes), largest tile AI first.
+TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (64, 32),
+         (32, 64), (32, 32), (16, 16))  # fmt: skip
 
 
 def _dims(m, n, k) -> tuple[int, int, int]:
@@ -108,6 +114,26 @@ def thread_blocks(m: int, n: int, tile: tuple[int, int] = DEFAULT_TILE) -> int:
     return math.ceil(positive_int(m, "GEMM dimension M") / mt) * math.ceil(
         positive_int(n, "GEMM dimension N") / nt
     )
+
+
+def choose_tile(m: int, n: int, dev: Device) -> tuple[int, int]:
+    """The tile a library would launch: the largest-AI tile of :data:`TILES` that still
+    gives ``BLOCKS_PER_SM x SMs`` thread blocks (the article's parallelism rule); when none
+    does, the smallest tile (the most blocks), and the GEMM is latency-bound whatever the
+    tile. :data:`DEFAULT_TILE` when the SM count is unknown.
+
+    A large tile has the higher AI (``2 Mt Nt / (elem (Mt + Nt))``) but fewer blocks, so
+    a skinny GEMM such as 8192 x 128 x 8192 on V100's 80 SMs gets 64x32 tiles: 128 x 4 =
+    512 blocks >= 320, where 128x128 tiles would leave the device four-fifths empty.
+    """
+    m, n = positive_int(m, "M"), positive_int(n, "N")
+    if dev.sms is None:
+        return DEFAULT_TILE
+    need = BLOCKS_PER_SM * dev.sms
+    for tile in TILES:
+        if thread_blocks(m, n, tile) >= need:
+            return tile
+    return TILES[-1]
 
 
 def tiled_bytes(m: int, n: int, k: int, tile=DEFAULT_TILE, dtype: str | int = "fp16") -> int:
@@ -184,9 +210,12 @@ class GemmAnalysis:
 
 
 def analyse_gemm(
-    m: int, n: int, k: int, dev: Device, tile: tuple[int, int] = DEFAULT_TILE
+    m: int, n: int, k: int, dev: Device, tile: tuple[int, int] | None = None
 ) -> GemmAnalysis:
     """Classify an ``M x N x K`` GEMM at ``dev.dtype`` on a device.
+
+    ``tile`` is the C tile per thread block; None lets :func:`choose_tile` pick it as a
+    library would (the largest tile that still fills the device).
 
     Memory is checked with the unique bytes (:func:`gemm_bytes`); the level just above
     memory (the L2), when its bandwidth is known, with the tiled bytes
@@ -196,6 +225,8 @@ def analyse_gemm(
     and the device is full). ``klass`` applies the latency rule on top.
     """
     m, n, k = _dims(m, n, k)
+    if tile is None:
+        tile = choose_tile(m, n, dev)
     mt, nt = (positive_int(t, "tile side") for t in tile)
     elem = dev.element_size
     flops = gemm_flops(m, n, k)
@@ -273,9 +304,10 @@ def _g(x: float) -> str:
 
 
 def gemm_family(
-    m: int, n: int, k: int, vary: str, values, dev: Device, tile=DEFAULT_TILE
+    m: int, n: int, k: int, vary: str, values, dev: Device, tile=None
 ) -> list[GemmAnalysis]:
-    """Analyses of ``M x N x K`` with one dimension (``"m"``, ``"n"`` or ``"k"``) varied."""
+    """Analyses of ``M x N x K`` with one dimension (``"m"``, ``"n"`` or ``"k"``) varied
+    (``tile`` None: each shape gets the tile :func:`choose_tile` picks)."""
     key = str(vary).lower()
     if key not in ("m", "n", "k"):
         raise HroofError(f"can vary m, n or k, not {vary!r}")

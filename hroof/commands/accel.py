@@ -167,7 +167,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     from hroof.cli import _emit
 
     dev = _device(args.machine, args.dtype)
-    tile = parse_tile(args.tile)
+    tile = None if args.tile is None else parse_tile(args.tile)
     if args.sweep is not None:
         from hroof.roofline.sweep import parse_values
 
@@ -202,6 +202,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             _Col("AI\nFLOP/byte"),
             _Col("roof\nGFLOP/s"),
             _Col("bound", "<"),
+            _Col("tile"),
             _Col("blocks"),
             _Col("class", "<"),
             _Col("time"),
@@ -214,6 +215,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 f"{a.ai:,.1f}",
                 f"{a.attainable:,.0f}",
                 f"{a.bound} ({a.binding})",
+                f"{a.tile[0]}x{a.tile[1]}",
                 f"{a.blocks:,}",
                 a.klass,
                 _seconds(a.time_s),
@@ -221,7 +223,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             for a in analyses
         ]
         head = (
-            f"GEMM family on {dev.name}, {dev.dtype}, tile {tile[0]}x{tile[1]}; ridge "
+            f"GEMM family on {dev.name}, {dev.dtype}, "
+            + ("tiles chosen per shape" if tile is None else f"tile {tile[0]}x{tile[1]}")
+            + "; ridge "
             + ", ".join(f"{n} {dev.peak / bw:.1f}" for n, bw in dev.levels)
             + " FLOP/byte"
             + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else "")
@@ -486,9 +490,10 @@ def register(sub, machine_sub=None) -> None:
     )
     p.add_argument(
         "--tile",
-        default="128x128",
         metavar="MtxNt",
-        help="C tile per thread block (default: 128x128)",
+        help="C tile per thread block (default: chosen per shape as a library would: the "
+        "largest tile, 256x128 down to 16x16, that still gives 4 thread blocks per SM; "
+        "128x128 when the SM count is unknown)",
     )
     p.add_argument(
         "--sweep",
