@@ -104,11 +104,10 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
             rotation_mode="anchor",
         )
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(
-        title
-        or f"GEMM on {dev.name} ({dev.dtype}, tile {analyses[0].tile[0]}x{analyses[0].tile[1]})",
-        fontsize=10,
-    )
+    tiles = {a.tile for a in analyses}
+    tile = (f"tile {analyses[0].tile[0]}x{analyses[0].tile[1]}" if len(tiles) == 1
+            else "tiles chosen to fill the SMs")  # fmt: skip
+    ax.set_title(title or f"GEMM on {dev.name} ({dev.dtype}, {tile})", fontsize=10)
     return fig
 
 
