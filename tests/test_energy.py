@@ -331,6 +331,27 @@ def test_choi_i7_950_preset():
     assert m.uncharged == ("L1", "L2", "L3") == m.untimed
 
 
+def test_choi_gtx580_preset():
+    """The GPU preset of the same paper: time balance 197.632 / 192.4 = 1.03 FLOP/byte,
+    energy balance 513 / 212 = 2.42; between the two, a kernel is compute-bound in time
+    while memory takes the larger share of the (non-constant) energy."""
+    machine = load_machine("gtx580")
+    m = energy_model(machine)
+    assert (m.flop_pj, m.constant_w, m.memory.byte_pj) == (212.0, 122.0, 513.0)
+    assert round(m.time_balance(), 2) == 1.03 and round(m.energy_balance(), 2) == 2.42
+    assert machine.kind == "gpu" and machine.sms == 16
+    assert machine.peak == pytest.approx(512 * 2 * 1.544 / 8)
+    assert machine.peak_for("fp32") == pytest.approx(512 * 2 * 1.544)
+    text = Path(machine.source).read_text()
+    assert "1.03 FLOP/byte" in text and "2.42 FLOP/byte" in text and "IPDPS 2013" in text
+    ai = 2.0  # between the balances
+    est = m.estimate(ai * 1e9, {"GDDR5": 1e9})
+    assert est.time_s == pytest.approx(ai * 1e9 / (machine.peak * 1e9))  # compute-bound
+    joules = {p.name: p.joules for p in est.parts}
+    assert joules["GDDR5"] > joules["flops"]  # yet memory takes more energy than the flops
+    assert joules["GDDR5"] == pytest.approx(1e9 * 513e-12)
+
+
 # --------------------------------------------------------------------------- plots
 def _texts(ax):
     return [t.get_text() for t in ax.texts]
