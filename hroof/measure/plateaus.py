@@ -1,0 +1,291 @@
+"""Bandwidth plateaus of a working-set sweep, and which cache level each belongs to.
+
+A bandwidth sweep measures GB/s at working sets from a few KiB to several times
+the last-level cache. While the working set fits a level, the bandwidth stays
+roughly level (a plateau); as it outgrows the level, it falls to the next
+plateau. This is how the Empirical Roofline Toolkit (ERT) reads its sweeps: its
+``summary.py`` bins the bandwidths of the points past the maximum and keeps bins
+holding several points, merging two plateaus less than a factor 1.25 apart.
+
+:func:`find_plateaus` does the same job on the curve in working-set order, so a
+plateau is a contiguous range of sizes that can be matched to a cache level:
+
+1. Split the points, smallest working set first, into runs: a point joins the
+   current run while its bandwidth is within a factor ``1 + tol`` of the run's
+   median; otherwise it starts a new run.
+2. Runs of at least ``min_points`` points are candidates. Two neighbouring
+   candidates whose medians differ by less than a factor ``step`` are not
+   separated by a clear step: they are merged (with the points between them, so
+   an outlier inside a plateau does not split it).
+3. A merged candidate is a plateau only if it is flat: at least 3/4 of its points
+   within ``1 + tol`` of its median and its first and last thirds' medians within
+   ``1 + tol`` of each other. A steady ramp fails this (its runs merge into one long
+   run whose ends differ by more than ``tol``), so a ramp yields no plateau rather
+   than an invented one.
+
+:func:`match_levels` assigns each plateau to the level whose working-set range
+(above the previous level's capacity, up to its own) it overlaps most on a log
+scale, memory being everything above the last level. A level no plateau is
+assigned to stays unknown, with a note saying why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Default relative tolerance of a plateau (10 %).
+TOL = 0.10
+#: Default least factor between two plateaus (ERT's 1.25).
+STEP = 1.25
+#: Default least points in a plateau.
+MIN_POINTS = 3
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A range of working sets over which the bandwidth stays level.
+
+    Attributes
+    ----------
+    start, stop : int
+        Indices of its first point and one past its last, in the sweep.
+    lo_bytes, hi_bytes : int
+        Smallest and largest working set in it, bytes.
+    gbs : float
+        Its bandwidth: the median of its points, GB/s.
+    points : int
+        How many sweep points it spans.
+    """
+
+    start: int
+    stop: int
+    lo_bytes: int
+    hi_bytes: int
+    gbs: float
+    points: int
+
+    def to_dict(self) -> dict:
+        return {"lo_bytes": self.lo_bytes, "hi_bytes": self.hi_bytes,
+                "gbs": self.gbs, "points": self.points}  # fmt: skip
+
+
+def _validate(sizes, gbs) -> tuple[np.ndarray, np.ndarray]:
+    sizes = np.asarray(sizes, dtype=np.float64)
+    gbs = np.asarray(gbs, dtype=np.float64)
+    if sizes.ndim != 1 or sizes.shape != gbs.shape:
+        raise ValueError(f"sizes and gbs must be 1-D and of one length, got {sizes.shape} "
+                         f"and {gbs.shape}")  # fmt: skip
+    if sizes.size and (np.any(np.diff(sizes) <= 0) or sizes[0] <= 0):
+        raise ValueError("sizes must be positive and increasing")
+    if np.any(~np.isfinite(gbs)) or np.any(gbs <= 0):
+        raise ValueError("every bandwidth must be a positive finite number of GB/s")
+    return sizes, gbs
+
+
+def _runs(gbs: np.ndarray, tol: float) -> list[tuple[int, int]]:
+    """Step 1: maximal runs of points within ``1 + tol`` of the run's median."""
+    runs = []
+    start = 0
+    limit = math.log1p(tol)
+    for i in range(1, len(gbs) + 1):
+        if i == len(gbs) or abs(math.log(gbs[i] / np.median(gbs[start:i]))) > limit:
+            runs.append((start, i))
+            start = i
+    return runs
+
+
+def _flat(g: np.ndarray, tol: float) -> bool:
+    """Step 3: most points near the median, and no trend from the first third to the last."""
+    med = np.median(g)
+    limit = math.log1p(tol)
+    near = np.abs(np.log(g / med)) <= limit
+    if near.mean() < 0.75:
+        return False
+    third = max(1, len(g) // 3)
+    return abs(math.log(np.median(g[:third]) / np.median(g[-third:]))) <= limit
+
+
+def find_plateaus(
+    sizes: Sequence[float],
+    gbs: Sequence[float],
+    *,
+    tol: float = TOL,
+    step: float = STEP,
+    min_points: int = MIN_POINTS,
+) -> list[Plateau]:
+    """The bandwidth plateaus of a working-set sweep, smallest working set first.
+
+    Parameters
+    ----------
+    sizes : sequence of float
+        Working sets, bytes, increasing.
+    gbs : sequence of float
+        Bandwidth at each, GB/s (positive).
+    tol : float
+        Relative spread allowed within a plateau (0.10: within 10 % of its median).
+    step : float
+        Least ratio between neighbouring plateaus (ERT uses 1.25); closer ones merge.
+    min_points : int
+        Least points in a plateau.
+
+    Returns
+    -------
+    list of Plateau
+        Possibly empty (a ramp, or too few points); no two neighbours closer than ``step``.
+
+    Examples
+    --------
+    >>> sizes = [2**k for k in range(10, 22)]
+    >>> bw = [200, 201, 199, 200, 100, 101, 99, 100, 20, 20, 21, 20]
+    >>> [(p.gbs, p.points) for p in find_plateaus(sizes, bw)]
+    [(200.0, 4), (100.0, 4), (20.0, 4)]
+    """
+    if not tol > 0 or not step > 1 or min_points < 2:
+        raise ValueError(f"need tol > 0, step > 1, min_points >= 2; got {tol}, {step}, "
+                         f"{min_points}")  # fmt: skip
+    sizes, gbs = _validate(sizes, gbs)
+    cands = [r for r in _runs(gbs, tol) if r[1] - r[0] >= min_points]
+    merged: list[tuple[int, int]] = []
+    for start, stop in cands:
+        if merged:
+            p_start, p_stop = merged[-1]
+            a, b = np.median(gbs[p_start:p_stop]), np.median(gbs[start:stop])
+            if max(a, b) / min(a, b) < step:
+                merged[-1] = (p_start, stop)
+                continue
+        merged.append((start, stop))
+    out = []
+    for start, stop in merged:
+        g = gbs[start:stop]
+        if not _flat(g, tol):
+            continue
+        out.append(Plateau(start, stop, int(sizes[start]), int(sizes[stop - 1]),
+                           float(np.median(g)), stop - start))  # fmt: skip
+    # a plateau dropped as not flat may leave two neighbours closer than `step`
+    final: list[Plateau] = []
+    for p in out:
+        if final and max(final[-1].gbs, p.gbs) / min(final[-1].gbs, p.gbs) < step:
+            q = final[-1]
+            keep = q if q.points >= p.points else p
+            final[-1] = keep
+            continue
+        final.append(p)
+    return final
+
+
+@dataclass(frozen=True)
+class LevelFigure:
+    """A level's measured bandwidth, or why it has none.
+
+    Attributes
+    ----------
+    name : str
+        The level's (or memory's) name.
+    gbs : float or None
+        The plateau's bandwidth, GB/s, or None when no clear plateau was found.
+    plateau : Plateau or None
+        The plateau it comes from.
+    note : str
+        How it was found, or why it is unknown.
+    """
+
+    name: str
+    gbs: float | None
+    plateau: Plateau | None
+    note: str
+
+
+def _fmt(nbytes: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def match_levels(
+    plateaus: Sequence[Plateau],
+    levels: Sequence[tuple[str, int]],
+    memory: str = "DRAM",
+    *,
+    swept: tuple[float, float] | None = None,
+) -> list[LevelFigure]:
+    """Assign plateaus to cache levels (and memory) by working-set size.
+
+    Level ``k``'s range is the working sets above level ``k-1``'s capacity up to
+    its own (L1: from 0); memory's is above the last level's. Each plateau goes to
+    the level whose range it overlaps most on a log scale; if two plateaus claim
+    a level, the one overlapping it more wins and the other is reported in that
+    level's note.
+
+    Parameters
+    ----------
+    plateaus : sequence of Plateau
+        From :func:`find_plateaus`.
+    levels : sequence of (str, int)
+        Name and capacity (bytes) of each cache level, L1 first, as the sweep sees
+        them (for several threads: the capacity they share).
+    memory : str
+        The memory's name.
+    swept : (float, float), optional
+        Smallest and largest working set measured, bytes, to say when a level's
+        range was not swept at all.
+
+    Returns
+    -------
+    list of LevelFigure
+        One per level, then memory.
+
+    Examples
+    --------
+    >>> p = [Plateau(0, 4, 4096, 32768, 200.0, 4), Plateau(8, 12, 2**26, 2**28, 20.0, 4)]
+    >>> [(f.name, f.gbs) for f in match_levels(p, [("L1", 49152), ("L2", 2**21)])]
+    [('L1', 200.0), ('L2', None), ('DRAM', 20.0)]
+    """
+    names = [n for n, _ in levels] + [memory]
+    bounds = [1.0] + [float(c) for _, c in levels] + [math.inf]
+    best: dict[int, tuple[float, Plateau]] = {}
+    losers: dict[int, list[Plateau]] = {}
+    for p in plateaus:
+        lo, hi = math.log(max(p.lo_bytes, 1)), math.log(max(p.hi_bytes, 1))
+        overlaps = []
+        for k in range(len(names)):
+            a, b = math.log(bounds[k]), math.log(bounds[k + 1]) if bounds[k + 1] < math.inf else math.inf
+            ov = min(hi, b) - max(lo, a)
+            # a one-point plateau has no width: count containment as a tiny overlap
+            overlaps.append(ov if ov > 0 or (a <= lo <= b) else -math.inf)
+        k = int(np.argmax(overlaps))
+        if overlaps[k] == -math.inf:
+            continue
+        if k in best and best[k][0] >= overlaps[k]:
+            losers.setdefault(k, []).append(p)
+            continue
+        if k in best:
+            losers.setdefault(k, []).append(best[k][1])
+        best[k] = (overlaps[k], p)
+    out = []
+    for k, name in enumerate(names):
+        lo, hi = bounds[k], bounds[k + 1]
+        where = f"working sets {_fmt(lo)}..{_fmt(hi)}" if hi < math.inf else (
+            f"working sets above {_fmt(lo)}")  # fmt: skip
+        if k in best:
+            p = best[k][1]
+            note = (f"plateau of {p.points} points, {_fmt(p.lo_bytes)}..{_fmt(p.hi_bytes)}, "
+                    f"median {p.gbs:.4g} GB/s")  # fmt: skip
+            if k in losers:
+                note += "; also " + ", ".join(f"{q.gbs:.4g} GB/s at {_fmt(q.lo_bytes)}.."
+                                              f"{_fmt(q.hi_bytes)}" for q in losers[k])  # fmt: skip
+            out.append(LevelFigure(name, p.gbs, p, note))
+            continue
+        if swept is not None and (swept[1] < lo * 1.5 or swept[0] > hi):
+            why = f"not measured: the sweep covered {_fmt(swept[0])}..{_fmt(swept[1])}, not {where}"
+        else:
+            why = f"no clear plateau in {where} (the bandwidth ramps or is too noisy there)"
+        out.append(LevelFigure(name, None, None, why))
+    return out
+
+
+__all__ = ["MIN_POINTS", "STEP", "TOL", "LevelFigure", "Plateau", "find_plateaus", "match_levels"]
