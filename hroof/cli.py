@@ -337,20 +337,42 @@ def format_machine(machine: hroof.roofline.Machine | HierarchyConfig) -> str:
         return "unknown" if bw is None else f"{bw:g} GB/s"
 
     peak = "unknown" if machine.peak is None else f"{machine.peak:g} GFLOP/s"
-    if machine.ceilings:
-        ceilings = ", ".join(f"{c.name} {c.value:g}" for c in machine.ceilings) + " GFLOP/s"
-    else:
-        ceilings = "none given"
-    items = [
-        ("machine", machine.name),
-        ("file", machine.source or "-"),
+    if machine.peak is not None and machine.precision != "fp64":
+        peak += f" ({machine.precision})"
+    others = {k: v for k, v in machine.peaks.items() if k != machine.precision}
+    if others:
+        peak += "; " + ", ".join(f"{k} {v:g}" for k, v in others.items()) + " GFLOP/s"
+    items = [("machine", machine.name), ("file", machine.source or "-")]
+    if machine.kind != "cpu" or machine.sms is not None:
+        sms = f", {machine.sms} SMs" if machine.sms is not None else ""
+        items.append(("device", f"{machine.kind}{sms}"))
+    items += [
         ("peak", peak),
-        ("ceilings", ceilings),
         ("memory", f"{machine.memory_name}, {gbs(machine.memory_bandwidth)}"),
     ]
     if machine.missing():
         items.append(("unknown", ", ".join(machine.missing())))
+    if machine.energy is not None:
+        e = machine.energy
+        parts = []
+        if e.flop_pj is not None:
+            parts.append(f"{e.flop_pj:g} pJ/flop")
+        parts += [f"{name} {pj:g} pJ/B" for name, pj in e.byte_pj.items()]
+        if e.constant_w is not None:
+            parts.append(f"constant {e.constant_w:g} W")
+        items.append(("energy", ", ".join(parts) or "table present, no figures"))
+    for key, value in machine.measured.items():
+        items.append((f"measured {key}", str(value)))
     head = _header_block(items, REPORT_WIDTH)
+    ceilings = [*machine.ceilings, *machine.bandwidth_ceilings]
+    if ceilings:
+        head += ["", "Ceilings under the roofs (each names the optimisation that lifts a kernel "
+                 "through it):"]  # fmt: skip
+        ccols = [_Col("under", "<"), _Col("ceiling", "<"), _Col("value"), _Col("optimisation", "<")]
+        crows = [[c.level or "peak", c.name, f"{c.value:g} {c.unit}", c.means] for c in ceilings]
+        head += _table(ccols, crows)
+    elif machine.peak is not None:
+        head += ["", "Ceilings: none given"]
     cols = [
         _Col("level", "<", 0),
         _Col("size"),

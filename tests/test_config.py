@@ -398,7 +398,7 @@ def test_load_hierarchy_unknown_key_suggests(machine_file, text, key, suggestion
 
 def test_load_hierarchy_unknown_key_without_suggestion(machine_file):
     path = machine_file(LEVEL + "[memory]\nzzzzzz = 1\n")
-    with raises("unknown key 'zzzzzz'", "allowed: bandwidth, latency, name"):
+    with raises("unknown key 'zzzzzz'", "allowed: bandwidth, ceilings, latency, name"):
         load_hierarchy(path)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -82,8 +83,9 @@ def format_size(nbytes: int) -> str:
     for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if nbytes >= scale and nbytes % scale == 0:
             return f"{nbytes // scale} {unit}"
-        if nbytes >= scale and (4 * nbytes) % scale == 0:  # 27.5 MiB, 1.375 MiB
-            return f"{nbytes / scale:g} {unit}"
+        if nbytes >= scale and (8 * nbytes) % scale == 0:  # 27.5 MiB, 1.375 MiB, exactly
+            whole, eighths = divmod(8 * nbytes // scale, 8)
+            return f"{whole}{str(eighths / 8)[1:]} {unit}"
     return f"{nbytes} B"
 
 
@@ -218,11 +220,13 @@ def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyCon
 
 
 # --------------------------------------------------------------------------- TOML
-_TOP_KEYS = {"machine", "compute", "level", "memory"}
-_MACHINE_KEYS = {"name", "description", "source", "notes"}
-_LEVEL_KEYS = {"name", "size", "ways", "line", "bandwidth", "write_allocate", "latency"}
-_MEMORY_KEYS = {"name", "bandwidth", "latency"}
-_COMPUTE_KEYS = {"peak", "ceilings"}
+_TOP_KEYS = {"machine", "compute", "level", "memory", "energy", "measured"}
+_MACHINE_KEYS = {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
+_LEVEL_KEYS = {
+    "name", "size", "ways", "line", "bandwidth", "write_allocate", "latency", "ceilings",
+}  # fmt: skip
+_MEMORY_KEYS = {"name", "bandwidth", "latency", "ceilings"}
+_COMPUTE_KEYS = {"peak", "ceilings", "precision", "peaks"}
 
 
 def _check_keys(table: dict, allowed: set, where: str) -> None:
@@ -311,17 +315,39 @@ def bundled_machines() -> dict[str, Path]:
     return {p.stem: p for p in sorted(_DATA.glob("*.toml"))}
 
 
+#: The name that selects the measured host (``hroof machine measure`` writes it).
+HOST_MACHINE = "host"
+
+
+def host_machine_path() -> Path:
+    """Where ``hroof machine measure`` keeps the measured host: ``$HROOF_HOST_MACHINE``,
+    else ``$XDG_CACHE_HOME/hroof/host.toml`` (default ``~/.cache/hroof/host.toml``)."""
+    if os.environ.get("HROOF_HOST_MACHINE"):
+        return Path(os.environ["HROOF_HOST_MACHINE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "hroof" / "host.toml"
+
+
 def resolve_machine(name_or_path: str | Path | None) -> HierarchyConfig:
-    """Load a bundled machine by name, or a machine TOML file by path."""
+    """Load a bundled machine by name, the measured host (``"host"``), or a machine TOML
+    file by path."""
     if name_or_path is None:
         name_or_path = DEFAULT_MACHINE
     text = str(name_or_path)
     known = bundled_machines()
     if text in known:
         return load_hierarchy(known[text])
+    if text == HOST_MACHINE:
+        path = host_machine_path()
+        if not path.is_file():
+            raise ConfigError(
+                f"no measured host at {path}: run 'hroof machine measure' first (or set "
+                "HROOF_HOST_MACHINE to a machine file)"
+            )
+        return load_hierarchy(path)
     if Path(text).is_file() or text.endswith(".toml") or "/" in text:
         return load_hierarchy(text)
     raise ConfigError(
-        f"unknown machine '{text}'{suggest(text, known)}; known: {', '.join(known)} "
-        "(or give a path to a machine TOML file)"
+        f"unknown machine '{text}'{suggest(text, [*known, HOST_MACHINE])}; known: "
+        f"{', '.join(known)}, {HOST_MACHINE} (once measured), or a path to a machine TOML file"
     )
