@@ -1160,6 +1160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
+    from hroof.commands import measure as measure_commands
+
+    measure_commands.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 
@@ -1195,7 +1198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.func is None:
             which = args.parser
             choices = (
-                "show, list, detect"
+                "show, list, detect, measure, import-ert"
                 if which is not parser
                 else "kernels, simulate, sweep, trace, machine, demo"
             )

@@ -292,7 +292,9 @@ def instruction_census(kernel: str, dtype=np.float64) -> dict[str, int]:
         out[f"{op} {reg}"] = out.get(f"{op} {reg}", 0) + 1
     for _, reg in _STORES.findall(asm):
         out[f"store {reg}"] = out.get(f"store {reg}", 0) + 1
-    calls = fn.inspect_llvm(sig).count("@llvm.memcpy") + len(re.findall(r"call\w*\s+\S*memcpy", asm))
+    calls = fn.inspect_llvm(sig).count("@llvm.memcpy") + len(
+        re.findall(r"call\w*\s+\S*memcpy", asm)
+    )
     if calls:
         out["call memcpy"] = calls
     return out

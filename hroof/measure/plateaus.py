@@ -69,16 +69,21 @@ class Plateau:
     points: int
 
     def to_dict(self) -> dict:
-        return {"lo_bytes": self.lo_bytes, "hi_bytes": self.hi_bytes,
-                "gbs": self.gbs, "points": self.points}  # fmt: skip
+        return {
+            "lo_bytes": self.lo_bytes,
+            "hi_bytes": self.hi_bytes,
+            "gbs": self.gbs,
+            "points": self.points,
+        }
 
 
 def _validate(sizes, gbs) -> tuple[np.ndarray, np.ndarray]:
     sizes = np.asarray(sizes, dtype=np.float64)
     gbs = np.asarray(gbs, dtype=np.float64)
     if sizes.ndim != 1 or sizes.shape != gbs.shape:
-        raise ValueError(f"sizes and gbs must be 1-D and of one length, got {sizes.shape} "
-                         f"and {gbs.shape}")  # fmt: skip
+        raise ValueError(
+            f"sizes and gbs must be 1-D and of one length, got {sizes.shape} and {gbs.shape}"
+        )
     if sizes.size and (np.any(np.diff(sizes) <= 0) or sizes[0] <= 0):
         raise ValueError("sizes must be positive and increasing")
     if np.any(~np.isfinite(gbs)) or np.any(gbs <= 0):
@@ -145,8 +150,9 @@ def find_plateaus(
     [(200.0, 4), (100.0, 4), (20.0, 4)]
     """
     if not tol > 0 or not step > 1 or min_points < 2:
-        raise ValueError(f"need tol > 0, step > 1, min_points >= 2; got {tol}, {step}, "
-                         f"{min_points}")  # fmt: skip
+        raise ValueError(
+            f"need tol > 0, step > 1, min_points >= 2; got {tol}, {step}, {min_points}"
+        )
     sizes, gbs = _validate(sizes, gbs)
     cands = [r for r in _runs(gbs, tol) if r[1] - r[0] >= min_points]
     merged: list[tuple[int, int]] = []
@@ -163,8 +169,16 @@ def find_plateaus(
         g = gbs[start:stop]
         if not _flat(g, tol):
             continue
-        out.append(Plateau(start, stop, int(sizes[start]), int(sizes[stop - 1]),
-                           float(np.median(g)), stop - start))  # fmt: skip
+        out.append(
+            Plateau(
+                start,
+                stop,
+                int(sizes[start]),
+                int(sizes[stop - 1]),
+                float(np.median(g)),
+                stop - start,
+            )
+        )
     # a plateau dropped as not flat may leave two neighbours closer than `step`
     final: list[Plateau] = []
     for p in out:
@@ -253,7 +267,10 @@ def match_levels(
         lo, hi = math.log(max(p.lo_bytes, 1)), math.log(max(p.hi_bytes, 1))
         overlaps = []
         for k in range(len(names)):
-            a, b = math.log(bounds[k]), math.log(bounds[k + 1]) if bounds[k + 1] < math.inf else math.inf
+            a, b = (
+                math.log(bounds[k]),
+                math.log(bounds[k + 1]) if bounds[k + 1] < math.inf else math.inf,
+            )
             ov = min(hi, b) - max(lo, a)
             # a one-point plateau has no width: count containment as a tiny overlap
             overlaps.append(ov if ov > 0 or (a <= lo <= b) else -math.inf)
@@ -269,15 +286,21 @@ def match_levels(
     out = []
     for k, name in enumerate(names):
         lo, hi = bounds[k], bounds[k + 1]
-        where = f"working sets {_fmt(lo)}..{_fmt(hi)}" if hi < math.inf else (
-            f"working sets above {_fmt(lo)}")  # fmt: skip
+        where = (
+            f"working sets {_fmt(lo)}..{_fmt(hi)}"
+            if hi < math.inf
+            else (f"working sets above {_fmt(lo)}")
+        )
         if k in best:
             p = best[k][1]
-            note = (f"plateau of {p.points} points, {_fmt(p.lo_bytes)}..{_fmt(p.hi_bytes)}, "
-                    f"median {p.gbs:.4g} GB/s")  # fmt: skip
+            note = (
+                f"plateau of {p.points} points, {_fmt(p.lo_bytes)}..{_fmt(p.hi_bytes)}, "
+                f"median {p.gbs:.4g} GB/s"
+            )
             if k in losers:
-                note += "; also " + ", ".join(f"{q.gbs:.4g} GB/s at {_fmt(q.lo_bytes)}.."
-                                              f"{_fmt(q.hi_bytes)}" for q in losers[k])  # fmt: skip
+                note += "; also " + ", ".join(
+                    f"{q.gbs:.4g} GB/s at {_fmt(q.lo_bytes)}..{_fmt(q.hi_bytes)}" for q in losers[k]
+                )
             out.append(LevelFigure(name, p.gbs, p, note))
             continue
         if swept is not None and (swept[1] < lo * 1.5 or swept[0] > hi):

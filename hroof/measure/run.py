@@ -78,10 +78,16 @@ class Settings:
 
 PRESETS = {
     "full": Settings("full"),
-    "quick": Settings("quick", per_octave=3,
-                      target_s=0.003, trials=3),  # fmt: skip
-    "tiny": Settings("tiny", llc_multiple=2.0, max_bytes=64 * MIB, per_octave=2,
-                     target_s=0.0005, trials=2, kernels=("read", "triad")),  # fmt: skip
+    "quick": Settings("quick", per_octave=3, target_s=0.003, trials=3),
+    "tiny": Settings(
+        "tiny",
+        llc_multiple=2.0,
+        max_bytes=64 * MIB,
+        per_octave=2,
+        target_s=0.0005,
+        trials=2,
+        kernels=("read", "triad"),
+    ),
 }
 #: Compute precisions measured, with their NumPy types.
 PRECISIONS = {"fp64": np.float64, "fp32": np.float32}
@@ -190,7 +196,9 @@ def sharing(sysfs: str | Path = SYSFS_CACHE) -> dict[int, int]:
     return out
 
 
-def shared_capacities(host: HostReport, threads: int, shared: dict[int, int]) -> list[tuple[str, int]]:
+def shared_capacities(
+    host: HostReport, threads: int, shared: dict[int, int]
+) -> list[tuple[str, int]]:
     """Capacity of each level that ``threads`` threads on distinct cores have together.
 
     A level shared by ``s`` CPUs gives ``ceil(threads / s)`` copies; unknown sharing
@@ -204,8 +212,9 @@ def shared_capacities(host: HostReport, threads: int, shared: dict[int, int]) ->
     return out
 
 
-def sweep_sizes(settings: Settings, llc_bytes: int, threads: int, narrays: int,
-                available: int | None) -> list[int]:  # fmt: skip
+def sweep_sizes(
+    settings: Settings, llc_bytes: int, threads: int, narrays: int, available: int | None
+) -> list[int]:
     """Working sets of a sweep, bytes: geometric, rounded to whole grains per array/thread."""
     hi = min(settings.max_bytes, int(settings.llc_multiple * llc_bytes))
     if available:
@@ -213,12 +222,14 @@ def sweep_sizes(settings: Settings, llc_bytes: int, threads: int, narrays: int,
     grain = GRAIN * narrays * threads
     lo = max(settings.min_bytes, grain)
     if hi < lo:
-        raise ConfigError(f"no room to measure: the largest working set ({hi} bytes) is "
-                          f"below the smallest ({lo} bytes)")  # fmt: skip
-    n = max(2, int(round(math.log2(hi / lo) * settings.per_octave)) + 1)
+        raise ConfigError(
+            f"no room to measure: the largest working set ({hi} bytes) is "
+            f"below the smallest ({lo} bytes)"
+        )
+    n = max(2, round(math.log2(hi / lo) * settings.per_octave) + 1)
     out: list[int] = []
     for x in np.geomspace(lo, hi, n):
-        size = max(grain, int(round(x / grain)) * grain)
+        size = max(grain, round(x / grain) * grain)
         if not out or size > out[-1]:
             out.append(size)
     return out
@@ -256,13 +267,13 @@ def _timed(calls: Sequence[Callable[[int], object]], reps: int) -> float:
     return max(ends) - min(starts)
 
 
-def best_rate(calls: Sequence[Callable[[int], object]], amount: Callable[[int], int],
-              target_s: float, trials: int) -> float:  # fmt: skip
-    """Best ``amount(reps) / seconds`` over ``trials`` timed runs of ``calls``.
+def calibrate(calls: Sequence[Callable[[int], object]], target_s: float) -> int:
+    """Passes per call for one run of ``calls`` to take at least ``target_s`` seconds.
 
-    ``reps`` is first raised until one run takes ``target_s``.
+    The first run (which compiles the kernel, faults the pages in and fills the
+    caches) is not timed.
     """
-    _timed(calls, 1)  # warm up: compile, fault the pages in, fill the caches
+    _timed(calls, 1)
     reps = 1
     for _ in range(40):
         t = _timed(calls, reps)
@@ -270,15 +281,25 @@ def best_rate(calls: Sequence[Callable[[int], object]], amount: Callable[[int], 
             break
         reps = max(reps * 2, math.ceil(reps * 1.2 * target_s / max(t, 1e-7)))
         reps = min(reps, 1 << 40)
-    best = 0.0
-    for _ in range(trials):
-        t = _timed(calls, reps)
-        best = max(best, amount(reps) / t)
-    return best
+    return reps
+
+
+def best_rate(
+    calls: Sequence[Callable[[int], object]],
+    amount: Callable[[int], int],
+    target_s: float,
+    trials: int,
+) -> float:
+    """Best ``amount(reps) / seconds`` over ``trials`` timed runs of ``calls``,
+    ``reps`` from :func:`calibrate`."""
+    reps = calibrate(calls, target_s)
+    return max(amount(reps) / _timed(calls, reps) for _ in range(trials))
 
 
 # ------------------------------------------------------------------ measurement
-def measure_compute(variant: str, precision: str, threads: int, settings: Settings) -> ComputeFigure:
+def measure_compute(
+    variant: str, precision: str, threads: int, settings: Settings
+) -> ComputeFigure:
     """GFLOP/s of a compute variant: the best of its kernels, on ``threads`` threads."""
     dt = PRECISIONS[precision]
     best, best_kernel = 0.0, ""
@@ -287,41 +308,65 @@ def measure_compute(variant: str, precision: str, threads: int, settings: Settin
         n = settings.compute_elements if vector else 8
         xs = [np.full(n, 0.5, dtype=dt) for _ in range(threads)]
         a, c = dt(0.5), dt(0.5)
-        calls = [lambda reps, x=x: fn(x, reps, a, c) for x in xs]
-        rate = best_rate(calls, lambda reps, n=n, name=name: threads * K.compute_flops(name, n, reps),
-                         settings.target_s, settings.trials)  # fmt: skip
+        calls = [lambda reps, x=x, fn=fn, a=a, c=c: fn(x, reps, a, c) for x in xs]
+        rate = best_rate(
+            calls,
+            lambda reps, n=n, name=name: threads * K.compute_flops(name, n, reps),
+            settings.target_s,
+            settings.trials,
+        )
         if rate > best:
             best, best_kernel = rate, name
     return ComputeFigure(variant, precision, threads, best / 1e9, best_kernel)
 
 
-def measure_bandwidth(kernel: str, threads: int, sizes: Sequence[int], settings: Settings,
-                      progress: Callable[[int], object] | None = None) -> list[float]:  # fmt: skip
-    """Best GB/s of a bandwidth kernel at each working set (bytes, all arrays and threads)."""
+def measure_bandwidth(
+    kernel: str,
+    threads: int,
+    sizes: Sequence[int],
+    settings: Settings,
+    progress: Callable[[int], object] | None = None,
+) -> list[float]:
+    """Best GB/s of a bandwidth kernel at each working set (bytes, all arrays and threads).
+
+    The trials are passes over the whole sweep (not repeats of one point in a row),
+    so a burst of activity from a neighbour spoils one pass at a few points, and
+    another pass measures them again.
+    """
     narrays = K.BANDWIDTH_KERNELS[kernel]
     per_thread = max(sizes) // threads
     pools = [np.ones(per_thread // 8) for _ in range(threads)]
-    out = []
+    points = []
     for size in sizes:
         m = size // (threads * narrays * 8)  # elements per array and thread
-        arrays = [[pool[j * m:(j + 1) * m] for j in range(narrays)] for pool in pools]
+        arrays = [[pool[j * m : (j + 1) * m] for j in range(narrays)] for pool in pools]
         calls = [lambda reps, arr=arr: K.run_bandwidth(kernel, arr, reps) for arr in arrays]
-        rate = best_rate(calls, lambda reps, m=m: threads * K.bandwidth_bytes(kernel, m, reps),
-                         settings.target_s, settings.trials)  # fmt: skip
-        out.append(rate / 1e9)
-        if progress is not None:
-            progress(1)
-    return out
+        points.append((calls, m, 0))
+    best = [0.0] * len(sizes)
+    for trial in range(settings.trials):
+        for i, (calls, m, reps) in enumerate(points):
+            if trial == 0:
+                reps = calibrate(calls, settings.target_s)
+                points[i] = (calls, m, reps)
+            t = _timed(calls, reps)
+            best[i] = max(best[i], threads * K.bandwidth_bytes(kernel, m, reps) / t / 1e9)
+            if progress is not None:
+                progress(1)
+    return best
 
 
 def plan(settings: Settings, host: HostReport, threads: int, available: int | None) -> dict:
     """The sweeps' working sets per (kernel, threads), and how many points in all."""
     llc = host.machine.hierarchy.levels[-1].size
     counts = sorted({1, threads})
-    sizes = {(k, t): sweep_sizes(settings, llc, t, K.BANDWIDTH_KERNELS[k], available)
-             for t in counts for k in settings.kernels}  # fmt: skip
+    sizes = {
+        (k, t): sweep_sizes(settings, llc, t, K.BANDWIDTH_KERNELS[k], available)
+        for t in counts
+        for k in settings.kernels
+    }
     compute = len(K.COMPUTE_VARIANTS) * len(PRECISIONS) * len(counts)
-    return {"sizes": sizes, "threads": counts, "points": compute + sum(map(len, sizes.values()))}
+    points = compute + settings.trials * sum(map(len, sizes.values()))
+    return {"sizes": sizes, "threads": counts, "points": points}
 
 
 def measure_host(
@@ -343,7 +388,7 @@ def measure_host(
     threads : int, optional
         Threads of the all-core figures (default: the CPUs this process may use).
     progress : callable, optional
-        Called with 1 after each figure or sweep point.
+        Called with 1 after each compute figure and each timed sweep point.
     sysfs : str or Path
         Where to read which CPUs share each cache.
 
@@ -353,7 +398,9 @@ def measure_host(
     """
     if isinstance(settings, str):
         if settings not in PRESETS:
-            raise ConfigError(f"unknown measurement preset {settings!r}; known: {', '.join(PRESETS)}")
+            raise ConfigError(
+                f"unknown measurement preset {settings!r}; known: {', '.join(PRESETS)}"
+            )
         settings = PRESETS[settings]
     host = host or read_host(sysfs)
     threads = threads or usable_cores()
@@ -380,8 +427,11 @@ def measure_host(
             gbs = measure_bandwidth(kernel, t, sizes, settings, tick)
             plateaus = find_plateaus(sizes, gbs)
             levels = match_levels(plateaus, caps, memory, swept=(sizes[0], sizes[-1]))
-            sweeps.append(Sweep(kernel, t, tuple(sizes), tuple(gbs), tuple(plateaus),
-                                tuple(levels), tuple(caps)))  # fmt: skip
+            sweeps.append(
+                Sweep(
+                    kernel, t, tuple(sizes), tuple(gbs), tuple(plateaus), tuple(levels), tuple(caps)
+                )
+            )
     notes = []
     if available is None:
         notes.append("MemAvailable unreadable: the sweep was not capped by free memory")
@@ -390,14 +440,37 @@ def measure_host(
 
     import hroof
 
-    versions = {"hroof": hroof.__version__, "numba": numba.__version__,
-                "llvmlite": llvmlite.__version__, "numpy": np.__version__,
-                "python": platform.python_version()}  # fmt: skip
-    return Measurement(date=date, settings=settings, host=host, threads=threads,
-                       compute=tuple(compute), sweeps=tuple(sweeps),
-                       elapsed_s=time.perf_counter() - t0, mem_available=available,
-                       versions=versions, notes=tuple(notes))  # fmt: skip
+    versions = {
+        "hroof": hroof.__version__,
+        "numba": numba.__version__,
+        "llvmlite": llvmlite.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+    return Measurement(
+        date=date,
+        settings=settings,
+        host=host,
+        threads=threads,
+        compute=tuple(compute),
+        sweeps=tuple(sweeps),
+        elapsed_s=time.perf_counter() - t0,
+        mem_available=available,
+        versions=versions,
+        notes=tuple(notes),
+    )
 
 
-__all__ = ["PRECISIONS", "PRESETS", "ComputeFigure", "Measurement", "Settings", "Sweep",
-           "best_rate", "measure_host", "mem_available", "sweep_sizes", "usable_cores"]  # fmt: skip
+__all__ = [
+    "PRECISIONS",
+    "PRESETS",
+    "ComputeFigure",
+    "Measurement",
+    "Settings",
+    "Sweep",
+    "best_rate",
+    "measure_host",
+    "mem_available",
+    "sweep_sizes",
+    "usable_cores",
+]
