@@ -13,15 +13,16 @@ plateau is a contiguous range of sizes that can be matched to a cache level:
 1. Split the points, smallest working set first, into runs: a point joins the
    current run while its bandwidth is within a factor ``1 + tol`` of the run's
    median; otherwise it starts a new run.
-2. Runs of at least ``min_points`` points are candidates. Two neighbouring
-   candidates whose medians differ by less than a factor ``step`` are not
-   separated by a clear step: they are merged (with the points between them, so
-   an outlier inside a plateau does not split it).
-3. A merged candidate is a plateau only if it is flat: at least 3/4 of its points
-   within ``1 + tol`` of its median and its first and last thirds' medians within
-   ``1 + tol`` of each other. A steady ramp fails this (its runs merge into one long
-   run whose ends differ by more than ``tol``), so a ramp yields no plateau rather
-   than an invented one.
+2. A run of at least ``min_points`` points is trimmed of end points more than
+   ``tol / 2`` off its median (the head or tail of a ramp), and is a candidate if
+   it is flat: 3/4 of its points within ``1 + tol`` of its median, and the
+   least-squares line through its log bandwidths changes by at most ``tol / 2``
+   from its first point to its last. A steady ramp fails this, so a ramp yields
+   no plateau rather than an invented one.
+3. Two neighbouring candidates whose medians differ by less than a factor
+   ``step`` are not separated by a clear step: they are merged, with the points
+   between them (so an outlier inside a plateau does not split it), if the
+   merged range is still flat; otherwise the longer one is kept.
 
 :func:`match_levels` assigns each plateau to the level whose working-set range
 (above the previous level's capacity, up to its own) it overlaps most on a log
@@ -103,15 +104,33 @@ def _runs(gbs: np.ndarray, tol: float) -> list[tuple[int, int]]:
     return runs
 
 
+def _trim(g: np.ndarray, start: int, stop: int, tol: float, min_points: int) -> tuple[int, int]:
+    """Drop points at either end more than ``tol / 2`` off the median (the head or tail
+    of a ramp into or out of the plateau), keeping at least ``min_points``."""
+    med = np.median(g[start:stop])
+    limit = math.log1p(tol / 2)
+    while stop - start > min_points:
+        head, tail = abs(math.log(g[start] / med)), abs(math.log(g[stop - 1] / med))
+        if max(head, tail) <= limit:
+            break
+        if head >= tail:
+            start += 1
+        else:
+            stop -= 1
+    return start, stop
+
+
 def _flat(g: np.ndarray, tol: float) -> bool:
-    """Step 3: most points near the median, and no trend from the first third to the last."""
+    """Most points near the median, and no trend: the least-squares line through
+    log GB/s changes by at most ``tol / 2`` from the first point to the last."""
     med = np.median(g)
-    limit = math.log1p(tol)
-    near = np.abs(np.log(g / med)) <= limit
+    near = np.abs(np.log(g / med)) <= math.log1p(tol)
     if near.mean() < 0.75:
         return False
-    third = max(1, len(g) // 3)
-    return abs(math.log(np.median(g[:third]) / np.median(g[-third:]))) <= limit
+    if len(g) < 2:
+        return True
+    slope = np.polyfit(np.arange(len(g)), np.log(g), 1)[0]
+    return abs(slope * (len(g) - 1)) <= math.log1p(tol / 2)
 
 
 def find_plateaus(
@@ -154,41 +173,36 @@ def find_plateaus(
             f"need tol > 0, step > 1, min_points >= 2; got {tol}, {step}, {min_points}"
         )
     sizes, gbs = _validate(sizes, gbs)
-    cands = [r for r in _runs(gbs, tol) if r[1] - r[0] >= min_points]
-    merged: list[tuple[int, int]] = []
-    for start, stop in cands:
-        if merged:
-            p_start, p_stop = merged[-1]
-            a, b = np.median(gbs[p_start:p_stop]), np.median(gbs[start:stop])
-            if max(a, b) / min(a, b) < step:
-                merged[-1] = (p_start, stop)
+
+    def judged(start: int, stop: int) -> tuple[int, int] | None:
+        start, stop = _trim(gbs, start, stop, tol, min_points)
+        if stop - start >= min_points and _flat(gbs[start:stop], tol):
+            return start, stop
+        return None
+
+    groups: list[tuple[int, int]] = []
+    for run in _runs(gbs, tol):
+        if run[1] - run[0] < min_points:
+            continue
+        cand = judged(*run)
+        if cand is None:
+            continue
+        if groups:
+            prev = groups[-1]
+            a, b = np.median(gbs[prev[0] : prev[1]]), np.median(gbs[cand[0] : cand[1]])
+            if max(a, b) / min(a, b) < step:  # no clear step between them
+                merged = judged(prev[0], cand[1])
+                if merged is not None:
+                    groups[-1] = merged
+                elif cand[1] - cand[0] > prev[1] - prev[0]:
+                    groups[-1] = cand
                 continue
-        merged.append((start, stop))
-    out = []
-    for start, stop in merged:
-        g = gbs[start:stop]
-        if not _flat(g, tol):
-            continue
-        out.append(
-            Plateau(
-                start,
-                stop,
-                int(sizes[start]),
-                int(sizes[stop - 1]),
-                float(np.median(g)),
-                stop - start,
-            )
-        )
-    # a plateau dropped as not flat may leave two neighbours closer than `step`
-    final: list[Plateau] = []
-    for p in out:
-        if final and max(final[-1].gbs, p.gbs) / min(final[-1].gbs, p.gbs) < step:
-            q = final[-1]
-            keep = q if q.points >= p.points else p
-            final[-1] = keep
-            continue
-        final.append(p)
-    return final
+        groups.append(cand)
+    return [
+        Plateau(start, stop, int(sizes[start]), int(sizes[stop - 1]),
+                float(np.median(gbs[start:stop])), stop - start)
+        for start, stop in groups
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
