@@ -14,7 +14,8 @@ plateau is a contiguous range of sizes that can be matched to a cache level:
    current run while its bandwidth is within a factor ``1 + tol`` of the run's
    median; otherwise it starts a new run.
 2. A run of at least ``min_points`` points is trimmed of end points more than
-   ``tol / 2`` off its median (the head or tail of a ramp), and is a candidate if
+   ``tol / 2`` off the median of what is left (the head or tail of a ramp), and is a
+   candidate if
    it is flat: 3/4 of its points within ``1 + tol`` of its median, and the
    least-squares line through its log bandwidths changes by at most ``tol / 2``
    from its first point to its last. A steady ramp fails this, so a ramp yields
@@ -105,11 +106,11 @@ def _runs(gbs: np.ndarray, tol: float) -> list[tuple[int, int]]:
 
 
 def _trim(g: np.ndarray, start: int, stop: int, tol: float, min_points: int) -> tuple[int, int]:
-    """Drop points at either end more than ``tol / 2`` off the median (the head or tail
-    of a ramp into or out of the plateau), keeping at least ``min_points``."""
-    med = np.median(g[start:stop])
+    """Drop points at either end more than ``tol / 2`` off the median of what is left
+    (the head or tail of a ramp into or out of the plateau), keeping ``min_points``."""
     limit = math.log1p(tol / 2)
     while stop - start > min_points:
+        med = np.median(g[start:stop])
         head, tail = abs(math.log(g[start] / med)), abs(math.log(g[stop - 1] / med))
         if max(head, tail) <= limit:
             break
