@@ -20,7 +20,7 @@ from hroof.progress import Progress
 _MEASURE_EPILOG = """\
 examples:
   hroof machine measure --quick            about 15 s; writes the host file
-  hroof machine measure --out measured/    a few minutes; also TOML, roofline.json,
+  hroof machine measure --out measured/    about a minute; also TOML, roofline.json,
                                            figures and report.html in measured/
   hroof machine show host                  the figures as hroof reads them
   hroof simulate stencil7 n=128 --machine host
@@ -60,7 +60,7 @@ def register(sub, machine_sub) -> None:
     q.add_argument(
         "--quick",
         action="store_true",
-        help="fewer points and shorter trials: about 15 s instead of a few minutes",
+        help="fewer points and trials: about 15 s instead of about a minute",
     )
     q.add_argument("--preset", choices=("full", "quick", "tiny"), help=argparse.SUPPRESS)
     q.add_argument(
