@@ -265,8 +265,8 @@ def measured_table(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> di
             f"the last-level cache, {s.per_octave} points per octave, STREAM byte counting "
             "(no write-allocate bytes); each figure the best of "
             f"{s.trials} trials of at least {s.target_s * 1e3:g} ms; plateaus: runs within "
-            "10% of their median, merged unless a factor 1.25 apart, matched to the level "
-            "whose working-set range they overlap most"
+            "10% of their median drifting at most 10% per doubling, merged unless a factor "
+            "1.25 apart, matched to the level whose working-set range they overlap most"
         ),
         "preset": s.name,
         "bandwidth_kernel": kernel,

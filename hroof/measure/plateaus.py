@@ -17,9 +17,11 @@ plateau is a contiguous range of sizes that can be matched to a cache level:
    ``tol / 2`` off the median of what is left (the head or tail of a ramp), and is a
    candidate if
    it is flat: 3/4 of its points within ``1 + tol`` of its median, and the
-   least-squares line through its log bandwidths changes by at most ``tol / 2``
-   from its first point to its last. A steady ramp fails this, so a ramp yields
-   no plateau rather than an invented one.
+   least-squares line through log bandwidth against log2 working set falls or
+   rises by at most ``slope`` (10 %) per doubling. The steps between cache levels
+   fall by 30-50 % per doubling, so a ramp yields no plateau rather than an
+   invented one; a level's own plateau may drift by a few per cent per doubling
+   (prefetchers, a shared L3, per-pass overheads at the smallest sizes).
 3. Two neighbouring candidates whose medians differ by less than a factor
    ``step`` are not separated by a clear step: they are merged, with the points
    between them (so an outlier inside a plateau does not split it), if the
@@ -45,6 +47,8 @@ TOL = 0.10
 STEP = 1.25
 #: Default least points in a plateau.
 MIN_POINTS = 3
+#: Default largest drift of a plateau per doubling of the working set (10 %).
+SLOPE = 0.10
 
 
 @dataclass(frozen=True)
@@ -121,17 +125,17 @@ def _trim(g: np.ndarray, start: int, stop: int, tol: float, min_points: int) -> 
     return start, stop
 
 
-def _flat(g: np.ndarray, tol: float) -> bool:
+def _flat(x: np.ndarray, g: np.ndarray, tol: float, slope: float) -> bool:
     """Most points near the median, and no trend: the least-squares line through
-    log GB/s changes by at most ``tol / 2`` from the first point to the last."""
+    log GB/s against log2 bytes changes by at most ``slope`` per doubling."""
     med = np.median(g)
     near = np.abs(np.log(g / med)) <= math.log1p(tol)
     if near.mean() < 0.75:
         return False
     if len(g) < 2:
         return True
-    slope = np.polyfit(np.arange(len(g)), np.log(g), 1)[0]
-    return abs(slope * (len(g) - 1)) <= math.log1p(tol / 2)
+    fitted = np.polyfit(np.log2(x), np.log(g), 1)[0]
+    return abs(fitted) <= math.log1p(slope)
 
 
 def find_plateaus(
@@ -141,6 +145,7 @@ def find_plateaus(
     tol: float = TOL,
     step: float = STEP,
     min_points: int = MIN_POINTS,
+    slope: float = SLOPE,
 ) -> list[Plateau]:
     """The bandwidth plateaus of a working-set sweep, smallest working set first.
 
@@ -156,6 +161,8 @@ def find_plateaus(
         Least ratio between neighbouring plateaus (ERT uses 1.25); closer ones merge.
     min_points : int
         Least points in a plateau.
+    slope : float
+        Largest relative change per doubling of the working set within a plateau.
 
     Returns
     -------
@@ -177,7 +184,7 @@ def find_plateaus(
 
     def judged(start: int, stop: int) -> tuple[int, int] | None:
         start, stop = _trim(gbs, start, stop, tol, min_points)
-        if stop - start >= min_points and _flat(gbs[start:stop], tol):
+        if stop - start >= min_points and _flat(sizes[start:stop], gbs[start:stop], tol, slope):
             return start, stop
         return None
 
@@ -326,4 +333,13 @@ def match_levels(
     return out
 
 
-__all__ = ["MIN_POINTS", "STEP", "TOL", "LevelFigure", "Plateau", "find_plateaus", "match_levels"]
+__all__ = [
+    "MIN_POINTS",
+    "SLOPE",
+    "STEP",
+    "TOL",
+    "LevelFigure",
+    "Plateau",
+    "find_plateaus",
+    "match_levels",
+]
