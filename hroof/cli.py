@@ -536,7 +536,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.json:
             _emit(result.to_json())
         else:
-            _emit(format_result(result, machine, flops_note=plan.notes or None, width=_width()))
+            text = format_result(result, machine, flops_note=plan.notes or None, width=_width())
+            _emit(text + _advice(result, machine))
         return 0
     machine = _load_machine(args.machine)
     path = os.fspath(args.trace)
@@ -558,8 +559,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit(result.to_json())
     else:
-        _emit(format_result(result, machine, width=_width()))
+        _emit(format_result(result, machine, width=_width()) + _advice(result, machine))
     return 0
+
+
+def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
+    """The optimisation guidance for a result, as a section to append to its table; empty
+    when the machine lacks a figure it needs or the flops are unknown."""
+    from hroof.roofline import load_machine
+    from hroof.roofline.guidance import guidance
+
+    if result.flops is None or hierarchy.source is None:
+        return ""
+    machine = load_machine(hierarchy.source)
+    if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
+        return ""
+    lines = guidance(result, machine).lines()
+    return "\n\nRoofline guidance on " + machine.name + ":\n" + "\n".join(lines)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -1160,9 +1176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)
-    from hroof.commands import measure as measure_commands
 
-    measure_commands.register(sub, msub)
+    # Commands kept in hroof/commands/, one module per topic.
+    from hroof.commands import energy, measure, spmv_blocking, table
+
+    for module in (energy, measure, spmv_blocking, table):
+        module.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
 

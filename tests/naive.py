@@ -608,3 +608,46 @@ def naive_spmv(plan):
             trace.append((a["x"].base + col[j] * elem, elem, 0))
         trace.append((a["y"].base + i * elem, elem, 1))
     return trace
+
+
+def naive_blocks(nrows, ncols, rowptr, col, r, c):
+    """Block CSR by hand: the set of (block row, block column) holding a nonzero, then
+    per block row its sorted block columns. Returns (browptr, bcol, pad_rows, pad_cols)."""
+    nbrows = (nrows + r - 1) // r
+    nbcols = (ncols + c - 1) // c
+    occupied = set()
+    for i in range(nrows):
+        for j in range(rowptr[i], rowptr[i + 1]):
+            occupied.add((i // r, col[j] // c))
+    browptr, bcol = [0], []
+    for bi in range(nbrows):
+        cols = sorted(bj for bb, bj in occupied if bb == bi)
+        bcol.extend(cols)
+        browptr.append(len(bcol))
+    return browptr, bcol, nbrows * r - nrows, nbcols * c - ncols
+
+
+def naive_bcsr(plan):
+    """The register-blocked (BCSR) loop written out from the plan's CSR matrix: browptr[0]
+    once; per block row browptr[I+1]; per block bcol[b], the c x values, the r*c values
+    row by row; then the r stores of y. Returns (trace, browptr, bcol)."""
+    from hroof.traces.sparse import matrix_csr
+
+    nrows, ncols, rowptr, col = matrix_csr(plan.params)
+    r, c = plan.params["r"], plan.params["c"]
+    browptr, bcol, _, _ = naive_blocks(nrows, ncols, rowptr.tolist(), col.tolist(), r, c)
+    a = {arr.name: arr for arr in plan.arrays}
+    ib, e = a["browptr"].elem, a["bval"].elem
+    trace = [(a["browptr"].base, ib, 0)]
+    for bi in range(len(browptr) - 1):
+        trace.append((a["browptr"].base + (bi + 1) * ib, ib, 0))
+        for b in range(browptr[bi], browptr[bi + 1]):
+            trace.append((a["bcol"].base + b * ib, ib, 0))
+            for jj in range(c):
+                trace.append((a["x"].base + (bcol[b] * c + jj) * e, e, 0))
+            for ii in range(r):
+                for jj in range(c):
+                    trace.append((a["bval"].base + (b * r * c + ii * c + jj) * e, e, 0))
+        for ii in range(r):
+            trace.append((a["y"].base + (bi * r + ii) * e, e, 1))
+    return trace, browptr, bcol

@@ -18,7 +18,18 @@ from hroof.cachesim.config import (
     resolve_machine,
 )
 from hroof.cachesim.result import SCHEMA, CoreCounts, LevelResult, MemoryResult, SimResult
-from hroof.cachesim.simulator import Simulator, simulate, simulate_arrays
+
+_LAZY = {"Simulator", "simulate", "simulate_arrays"}
+
+
+def __getattr__(name: str):
+    """The simulator (and so Numba) loads on first use, so importing results, configs or
+    the roofline models (``hroof --help``, ``hroof machine show``) stays fast."""
+    if name in _LAZY:
+        from hroof.cachesim import simulator
+
+        return getattr(simulator, name)
+    raise AttributeError(f"module 'hroof.cachesim' has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_MACHINE",

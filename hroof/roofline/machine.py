@@ -35,12 +35,12 @@ else:  # pragma: no cover
 #: plus thread- and device-level parallelism.
 COMPUTE_CEILINGS = {
     "no FMA": "use fused multiply-add instructions (FMA)",
-    "no SIMD": "vectorise: SIMD instructions",
-    "scalar": "vectorise: SIMD instructions",
+    "no SIMD": "vectorise with SIMD instructions",
+    "scalar": "vectorise with SIMD instructions",
     "no AVX-512": "use the widest SIMD width (AVX-512)",
     "AVX2": "use the widest SIMD width (AVX-512)",
-    "no ILP": "expose instruction-level parallelism: independent operations, unrolling, "
-    "several accumulators",
+    "no ILP": "expose instruction-level parallelism (independent operations, unrolling, "
+    "several accumulators)",
     "single core": "run on all cores (thread parallelism)",
     "one thread": "run on all cores (thread parallelism)",
     "no tensor cores": "use the tensor cores (matrix instructions)",
@@ -50,7 +50,7 @@ COMPUTE_CEILINGS = {
 #: Bandwidth ceilings hroof knows by name (the lecture's NUMA and prefetch ceilings).
 BANDWIDTH_CEILINGS = {
     "no NUMA-aware placement": "place data on the NUMA node of the cores that use it (first touch)",
-    "no prefetch": "software prefetch, or an access order the hardware prefetcher follows",
+    "no prefetch": "prefetch in software, or use an access order the hardware prefetcher follows",
     "single core": "use more cores to saturate the bandwidth",
     "uncoalesced": "coalesce memory accesses (a warp's accesses in as few transactions as "
     "possible)",

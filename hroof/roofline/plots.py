@@ -67,7 +67,9 @@ def bound(result: SimResult, machine: Machine) -> tuple[float, str]:
 
 
 def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
-    """Bandwidth roofs (diagonals up to the peak), the peak and the ceilings, labelled."""
+    """Bandwidth roofs (diagonals up to the peak), the peak, the compute ceilings
+    (dashed grey lines) and the bandwidth ceilings (dashed diagonals in their level's
+    colour under its roof), each labelled on its line."""
     levels = _levels(machine)
     x = np.geomspace(*xlim, 200)
     for i, (name, bw) in enumerate(levels):
@@ -83,6 +85,17 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
         ax.axhline(c.value, color="grey", lw=1.0, ls="--")
         ax.text(xlim[1] / 1.1, c.value * 1.05, f"{c.name} {c.value:g} GFLOP/s", ha="right",
                 va="bottom", fontsize=7, color="dimgrey")  # fmt: skip
+    names = [name for name, _ in levels]
+    for c in machine.bandwidth_ceilings:
+        colour = _colour(names.index(c.level), len(levels))
+        y = np.minimum(c.value * x, machine.peak)
+        ax.plot(x, y, color=colour, lw=1.0, ls="--", label=f"_{c.level} {c.name}")
+        # labelled just under the line, each of a level's ceilings further right than the
+        # one before, so the labels stack along the roof instead of on top of each other
+        k = machine.ceilings_of(c.level).index(c)
+        xr = xlim[0] * 1.6 * 4.0 ** (k + 1)
+        ax.text(xr, c.value * xr / 1.2, f"{c.level} {c.name} {c.value:g} GB/s", color=colour,
+                fontsize=7, ha="left", va="top")  # fmt: skip
 
 
 def _axes(ax, title: str):

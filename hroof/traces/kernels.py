@@ -208,6 +208,10 @@ class Plan:
         Filled in by :meth:`Kernel.bind`.
     notes : str
         How flops are counted, when that needs saying.
+    extra : dict
+        Kernel-specific figures beyond the common ones, JSON-ready (numbers and
+        text), e.g. the ``spmv`` kernel's executed flops, fill ratio and padding
+        with ``storage=bcsr``; empty for most kernels.
     """
 
     arrays: tuple[Array, ...]
@@ -221,6 +225,7 @@ class Plan:
     kernel: str = ""
     params: dict = field(default_factory=dict)
     notes: str = ""
+    extra: dict = field(default_factory=dict)
 
     def chunks(self, chunk_size: int = CHUNK, *, reuse: bool = True) -> Iterator[tuple]:
         """Yield the trace as ``(addr, size, kind)`` chunks (int64, int64, uint8).

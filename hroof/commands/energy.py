@@ -1,0 +1,352 @@
+"""``hroof energy``: a kernel's energy, power and energy efficiency (roofline model of energy).
+
+One run (every ``KEY=VALUE`` a single value): simulate, then print per level the
+bytes, the energy and its share, and the run's time, energy, power, GFLOP/J and
+what dominates; ``--plot FILE`` draws the efficiency arch and the power line.
+A sweep (a value list or range, ``n=16..256:x2``): simulate every point (in
+parallel, cached, as ``hroof sweep``), print one row per point, and with
+``--out DIR`` write ``energy.json`` and the figures ``efficiency.png``,
+``power.png`` and ``breakdown.png``. The model is :mod:`hroof.roofline.energy`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from hroof.errors import HroofError
+
+_DESCRIPTION = """\
+Simulate a kernel on a machine and estimate its energy with the roofline model of energy
+(Choi, Bedard, Fowler and Vuduc, IPDPS 2013), level by level:
+
+  time    T = max(flops / peak, max over levels of bytes / bandwidth)
+  energy  E = flops x flop_pj + sum over levels of bytes x byte_pj + constant_w x T
+  power   P = E / T;  efficiency = flops / E (GFLOP/J)
+
+The machine needs an [energy] table (flop_pj, constant_w, byte_pj for memory at least),
+a compute peak and a memory bandwidth. Cache levels without byte_pj are not charged and
+levels without a bandwidth are not timed; both are named in the output.
+
+With every KEY=VALUE a single value: one run, printed per level (--plot FILE draws the
+efficiency arch and the power line with the run's dots). With a list or a range
+(n=16..256:x2, n=8,16,32): a sweep, one row per point (--out DIR writes energy.json,
+efficiency.png, power.png and breakdown.png: energy per flop by level across the sweep,
+where the locality walls show up as energy walls)."""
+
+_EPILOG = """\
+examples:
+  hroof energy stencil7 n=64 --machine i7-950
+  hroof energy triad n=1000000 --machine i7-950 --plot triad-energy.png
+  hroof energy stencil7 n=8..128:x2 --machine i7-950 --out energy/
+  hroof energy gemm m=64 n=64 k=64 --machine my-gpu.toml --json
+
+a machine file's [energy] table (see docs/energy.md):
+  [energy]
+  flop_pj = 670.0                  # pJ per flop at the precision of the peak
+  constant_w = 122.0               # W drawn whatever the machine does
+  byte_pj = { DRAM = 795.0 }       # pJ per byte moved at a level (memory at least)
+  source = "Choi et al., IPDPS 2013"
+"""
+
+
+def register(sub, machine_sub) -> None:
+    """Add ``hroof energy`` to the ``hroof`` subparsers (``machine_sub``: no action there)."""
+    p = sub.add_parser(
+        "energy",
+        help="a kernel's energy, power and GFLOP/J per level (roofline model of energy)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("kernel", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
+    p.add_argument(
+        "params",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="the kernel's parameters; a list or range (n=16..256:x2) makes a sweep",
+    )
+    p.add_argument(
+        "--machine",
+        metavar="NAME|FILE",
+        help="a bundled machine (see 'hroof machine list') or a machine TOML file with an "
+        "[energy] table (default: the bundled 'default', which has none)",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="one run: write the efficiency arch and the power line to FILE (.png or .svg)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="a sweep: write energy.json, efficiency.png, power.png and breakdown.png to DIR",
+    )
+    p.add_argument("--json", action="store_true", help="print the estimate(s) as JSON")
+    p.add_argument("--no-classify", action="store_true", help="do not classify misses")
+    p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
+    from hroof.cli import _positive
+
+    p.add_argument(
+        "--workers",
+        type=_positive("number of processes"),
+        metavar="N",
+        help="a sweep: processes to run points in (default: one per core)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="a sweep: simulate every point again")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=cmd_energy)
+
+
+# ---------------------------------------------------------------------------- text
+def _g(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}{unit}"
+
+
+_PREFIXES = [(1e-12, "p"), (1e-9, "n"), (1e-6, "µ"), (1e-3, "m"), (1.0, ""), (1e3, "k")]
+
+
+def _si(x: float | None, unit: str) -> str:
+    """Three significant digits with an SI prefix: ``_si(3.42e-5, "s") == "34.2 µs"``."""
+    if x is None:
+        return "-"
+    if x == 0:
+        return f"0 {unit}"
+    scale, prefix = _PREFIXES[0]
+    for s, p in _PREFIXES:
+        if abs(x) >= s * 0.9995:
+            scale, prefix = s, p
+    return f"{x / scale:.3g} {prefix}{unit}"
+
+
+def _machine_line(model) -> str:
+    per_byte = ", ".join(f"{lv.name} {lv.byte_pj:g}" for lv in model.levels if lv.byte_pj)
+    text = f"{model.flop_pj:g} pJ/flop, {model.constant_w:g} W constant, pJ/byte: {per_byte}"
+    return text + (f"\n({model.source})" if model.source else "")
+
+
+def _notes(model, estimates) -> list[str]:
+    out = []
+    uncharged = sorted({n for e in estimates for n in e.uncharged}, key=model.level_names.index)
+    untimed = sorted({n for e in estimates for n in e.untimed}, key=model.level_names.index)
+    if uncharged:
+        out.append(
+            f"not charged: {', '.join(uncharged)} (no byte_pj in [energy]: their bytes cost "
+            "no energy here, so the energy is a lower bound)"
+        )
+    if untimed:
+        out.append(
+            f"not timed: {', '.join(untimed)} (no bandwidth: their bytes take no time here, "
+            "so the time and the constant energy are lower bounds)"
+        )
+    return out
+
+
+def format_energy(result, model, estimate, *, width: int) -> str:
+    """One run's energy: per-level table, then time, energy, power, efficiency, dominant."""
+    from hroof.cli import _ai, _assignments, _Col, _header_block, _int, _table
+
+    src = result.source
+    run = f"{src.get('kernel')} ({_assignments(src.get('params', {}))})" if src else "?"
+    lines = _header_block(
+        [("kernel", run), ("machine", model.machine), ("energy", _machine_line(model))], width
+    )
+    total = estimate.total_j
+    ais = {lv.name: lv.ai for lv in result.levels}
+    ais[result.memory.name] = result.memory.ai
+    cols = [_Col("term", "<"), _Col("count"), _Col("AI\nFLOP/B"), _Col("pJ\neach"),
+            _Col("time"), _Col("energy"), _Col("share")]  # fmt: skip
+    times = {lv.name: (None if lv.bandwidth is None else b / (lv.bandwidth * 1e9))
+             for lv in model.levels for b in [_bytes(result, lv.name)]}  # fmt: skip
+    rows = [["flops", _int(estimate.flops), "-", f"{model.flop_pj:g}",
+             _si(estimate.flops / (model.peak * 1e9), "s"), _si(estimate.part("flops").joules, "J"),
+             _share(estimate.part("flops").joules, total)]]  # fmt: skip
+    for lv in model.levels:
+        nbytes = _bytes(result, lv.name)
+        joules = estimate.part(lv.name).joules if lv.byte_pj is not None else None
+        rows.append([f"{lv.name} bytes", _int(nbytes), _ai(ais.get(lv.name)),
+                     "-" if lv.byte_pj is None else f"{lv.byte_pj:g}", _si(times[lv.name], "s"),
+                     "not charged" if joules is None else _si(joules, "J"),
+                     "-" if joules is None else _share(joules, total)])  # fmt: skip
+    const = estimate.part("constant").joules
+    rows.append(["constant", "-", "-", f"{model.constant_w:g} W", _si(estimate.time_s, "s"),
+                 _si(const, "J"), _share(const, total)])  # fmt: skip
+    lines += ["", *_table(cols, rows), ""]
+    binds = "compute" if estimate.binding == "compute" else f"{estimate.binding} bandwidth"
+    dom = estimate.dominant
+    dom_name = {"flops": "the flops", "constant": "the constant power"}.get(
+        dom.name, f"{dom.name} bytes"
+    )
+    lines += _header_block(
+        [
+            ("time", f"{_si(estimate.time_s, 's')} ({_g(estimate.performance)} GFLOP/s; "
+             f"{binds} sets it)"),
+            ("energy", f"{_si(total, 'J')} ({_g(estimate.pj_per_flop)} pJ/FLOP)"),
+            ("power", _si(estimate.power_w, "W")),
+            ("efficiency", f"{_g(estimate.gflop_per_j)} GFLOP/J (at most "
+             f"{model.max_efficiency:.3g} GFLOP/J with no traffic)"),
+            ("dominant", f"{dom_name}: {_share(dom.joules, total)} of the energy"),
+        ],
+        width,
+    )  # fmt: skip
+    lines += _notes(model, [estimate])
+    return "\n".join(lines)
+
+
+def _bytes(result, name: str) -> int:
+    from hroof.roofline.energy import level_bytes
+
+    return level_bytes(result)[name]
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def format_energy_sweep(points, model, estimates, vary) -> str:
+    """A sweep's energy: one row per point."""
+    from hroof.cli import _Col, _table, format_bytes
+
+    cols = [_Col(k) for k in vary] + [_Col("footprint"), _Col("time"), _Col("energy"),
+            _Col("pJ/FLOP"), _Col("power\nW"), _Col("GFLOP/J"), _Col("dominant", "<")]  # fmt: skip
+    rows = []
+    for p, e in zip(points, estimates, strict=True):
+        rows.append([str(p.params[k]) for k in vary] + [
+            format_bytes(p.footprint), _si(e.time_s, "s"), _si(e.total_j, "J"), _g(e.pj_per_flop),
+            _g(e.power_w), _g(e.gflop_per_j),
+            f"{e.dominant.name} ({_share(e.dominant.joules, e.total_j)})"])  # fmt: skip
+    from hroof.cli import _header_block, _width
+
+    kernel = points[0].result.source.get("kernel")
+    lines = _header_block([("kernel", f"{kernel} ({len(points)} points)"),
+                           ("machine", model.machine), ("energy", _machine_line(model))],
+                          _width())  # fmt: skip
+    lines.append("")
+    lines += _table(cols, rows)
+    lines += _notes(model, estimates)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- files
+def _save(fig, path: Path) -> None:
+    """Save a figure atomically (a temporary file in the same directory, then a rename)."""
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in ("png", "svg"):
+        raise HroofError(f"--plot {path}: write a .png or .svg file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.partial.{ext}")
+        fig.savefig(tmp, dpi=110, format=ext)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# ---------------------------------------------------------------------------- command
+def cmd_energy(args: argparse.Namespace) -> int:
+    """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
+    from hroof.cli import _emit, _width
+    from hroof.progress import Progress
+    from hroof.roofline.energy import energy_model, run_energy
+    from hroof.roofline.machine import load_machine
+    from hroof.roofline.sweep import expand_grid
+    from hroof.traces import parse_assignments
+
+    grid = expand_grid(args.kernel, parse_assignments(args.params))
+    machine = load_machine(args.machine)
+    model = energy_model(machine, "hroof energy")  # before anything runs
+    sweep = len(grid) > 1
+    if sweep and args.plot:
+        raise HroofError("--plot is for one run; a sweep writes its figures with --out DIR")
+    if not sweep and args.out:
+        raise HroofError(
+            "--out is for a sweep (give a list or range, e.g. n=16..256:x2); "
+            "one run writes its figure with --plot FILE"
+        )
+    if args.plot and Path(args.plot).suffix.lower() not in (".png", ".svg"):
+        raise HroofError(f"--plot {args.plot}: write a .png or .svg file")
+    if not sweep:
+        from hroof.runs import simulate_kernel
+        from hroof.traces import get_kernel
+
+        plan = get_kernel(args.kernel).bind(**grid[0])
+        with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
+            result = simulate_kernel(plan, machine.hierarchy, classify=not args.no_classify,
+                                     flush=not args.no_flush, progress=bar)  # fmt: skip
+        est = run_energy(result, model)
+        written = []
+        if args.plot:
+            from hroof.cli import _assignments
+            from hroof.roofline.energy_plots import plot_energy
+
+            given = _assignments(parse_assignments(args.params))
+            title = f"{plan.kernel} ({given}) on {model.machine}" if given else (
+                f"{plan.kernel} on {model.machine}")  # fmt: skip
+            _save(plot_energy(result, model, title=title), Path(args.plot))
+            written.append(args.plot)
+        if args.json:
+            doc = {"schema": "hroof.energy/1", "model": model.to_dict(),
+                   "result": result.to_dict(), "energy": est.to_dict()}  # fmt: skip
+            _emit(json.dumps(doc, indent=1))
+        else:
+            text = format_energy(result, model, est, width=_width())
+            if written:
+                text += "\n\nwrote " + ", ".join(written)
+            _emit(text)
+        return 0
+
+    from hroof.roofline.sweep import run_sweep, varying
+
+    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+        points = run_sweep(
+            args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
+            flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
+            progress=bar,
+        )  # fmt: skip
+    estimates = [run_energy(p.result, model) for p in points]
+    vary = varying(points)
+    doc = {
+        "schema": "hroof.energy-sweep/1",
+        "model": model.to_dict(),
+        "points": [{"params": dict(p.params), "footprint": p.footprint,
+                    "result": p.result.to_dict(), "energy": e.to_dict()}
+                   for p, e in zip(points, estimates, strict=True)],
+    }  # fmt: skip
+    written = []
+    if args.out:
+        written = _sweep_outputs(Path(args.out), points, model, vary, doc)
+    if args.json:
+        _emit(json.dumps(doc, indent=1))
+    else:
+        text = format_energy_sweep(points, model, estimates, vary)
+        if written:
+            text += "\n\nwrote " + ", ".join(str(p) for p in written)
+        _emit(text)
+    return 0
+
+
+def _sweep_outputs(out: Path, points, model, vary, doc) -> list[Path]:
+    """energy.json, efficiency.png, power.png and (one varying integer) breakdown.png."""
+    from hroof.cli import _write_atomic
+    from hroof.roofline.energy_plots import plot_efficiency, plot_energy_breakdown, plot_power
+    from hroof.roofline.sweep import find_walls
+
+    param = vary[0] if len(vary) == 1 else None
+    figures = [("efficiency.png", plot_efficiency(model, points, param=param)),
+               ("power.png", plot_power(model, points, param=param))]  # fmt: skip
+    if len(vary) == 1 and all(isinstance(p.params[vary[0]], int) for p in points):
+        walls = find_walls(points, vary[0])
+        figures.append(
+            ("breakdown.png", plot_energy_breakdown(points, model, vary[0], walls=walls))
+        )
+    written = []
+    for name, fig in figures:  # every figure is drawn before any file is written
+        _save(fig, out / name)
+        written.append(out / name)
+    _write_atomic(out / "energy.json", json.dumps(doc, indent=1) + "\n")
+    written.append(out / "energy.json")
+    return written

@@ -1,0 +1,156 @@
+"""Optimisation guidance: which ceilings a kernel can still break through at its AI, and
+what the traffic partition says about data movement (the lecture's three strategies)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hroof.errors import ConfigError
+from hroof.roofline import machine_from_dict, roofline
+from hroof.roofline.guidance import guidance, guidance_for_ais
+from hroof.roofline.plots import plot_hierarchical
+from hroof.runs import simulate_kernel
+
+DOC = {
+    "machine": {"name": "lecture"},
+    "compute": {"peak": 40.0, "ceilings": {"no FMA": 20.0, "no SIMD": 5.0, "no ILP": 1.0}},
+    "level": [
+        {"name": "L1", "size": "4 KiB", "ways": 4, "bandwidth": 200.0},
+        {"name": "L2", "size": "32 KiB", "ways": 8, "bandwidth": 100.0},
+    ],
+    "memory": {"bandwidth": 10.0, "ceilings": {"no prefetch": 6.0, "no NUMA-aware placement": 4.0}},
+}
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return machine_from_dict(DOC)
+
+
+def test_memory_bound_kernel_need_not_vectorise(machine):
+    # DRAM AI 0.25: roof 2.5 GFLOP/s. No SIMD (5) and no FMA (20) are above it: moot.
+    # No ILP (1) is below it; both DRAM ceilings (1.5 and 1.0 GFLOP/s at 0.25) too.
+    g = guidance_for_ais({"L1": 0.1, "L2": 0.2, "DRAM": 0.25}, machine)
+    assert (g.bound, g.binding) == (pytest.approx(2.5), "DRAM")
+    assert {s.what for s in g.moot} == {"no FMA", "no SIMD"}
+    live = {s.what: s for s in g.steps}
+    assert set(live) == {"no ILP", "DRAM no prefetch", "DRAM no NUMA-aware placement",
+                         "DRAM traffic"}  # fmt: skip
+    assert live["DRAM no NUMA-aware placement"].limit == pytest.approx(4.0 * 0.25)
+    assert live["DRAM no NUMA-aware placement"].gain == pytest.approx(2.5)
+    assert live["no ILP"].gain == pytest.approx(2.5)
+    assert live["DRAM no prefetch"].gain == pytest.approx(2.5 / 1.5)
+    # the largest gain first; the DRAM step says how far the AI is from the ridge (4)
+    assert [s.gain for s in g.steps] == sorted((s.gain for s in g.steps), reverse=True)
+    assert "ridge point 4" in live["DRAM traffic"].text
+    text = "\n".join(g.lines())
+    assert "no need to vectorise with SIMD instructions" in text
+    assert "place data on the NUMA node" in text
+
+
+def test_compute_bound_kernel_must_break_every_in_core_ceiling(machine):
+    g = guidance_for_ais({"L1": 10.0, "L2": 20.0, "DRAM": 50.0}, machine)
+    assert (g.bound, g.binding) == (40.0, "compute")
+    assert [s.what for s in g.steps] == ["no ILP", "no SIMD", "no FMA"]  # gains 40, 8, 2
+    assert [s.gain for s in g.steps] == [40.0, 8.0, 2.0]
+    # at AI 50 even the NUMA ceiling allows 200 GFLOP/s: bandwidth work is moot
+    assert {s.what for s in g.moot} == {"DRAM no prefetch", "DRAM no NUMA-aware placement"}
+    assert all(s.strategy != "data movement" for s in g.steps)
+
+
+def test_guidance_for_ais_bad_input(machine):
+    with pytest.raises(ConfigError, match="no AI for DRAM"):
+        guidance_for_ais({"L1": 1.0, "L2": 1.0}, machine)
+    with pytest.raises(ConfigError, match="must be positive"):
+        guidance_for_ais({"L1": 1.0, "L2": 0.0, "DRAM": 1.0}, machine)
+    bare = machine_from_dict({"level": DOC["level"]})
+    with pytest.raises(ConfigError, match="compute peak"):
+        guidance_for_ais({"L1": 1.0, "L2": 1.0, "DRAM": 1.0}, bare)
+
+
+def test_simulated_stencil_traffic_steps(machine):
+    """stencil7 n=64 on 4 KiB / 32 KiB: DRAM-bound with capacity misses at L2 and write
+    allocates; each step's gain is the bound recomputed without that part of the traffic."""
+    res = simulate_kernel("stencil7", machine.hierarchy, n=64)
+    r = roofline(res, machine)
+    g = guidance(res, machine)
+    assert (g.bound, g.binding) == (pytest.approx(r.bound), r.binding) == (g.bound, "DRAM")
+    parts = res.levels[-1].traffic_below
+    total = res.memory.bytes
+    steps = {s.what: s for s in g.steps}
+    for part, what in (("capacity", "capacity misses at L2"),
+                       ("write_allocate", "write-allocate fills at L2")):  # fmt: skip
+        assert parts[part] / total >= 0.05, part
+        ai = res.flops / (total - parts[part])
+        expected = min(40.0, 10.0 * ai, *(lv.attainable for lv in r.levels[:-1]))
+        assert steps[what].gain == pytest.approx(expected / r.bound)
+        assert steps[what].gain > 1
+    assert "block or tile" in steps["capacity misses at L2"].text
+    assert "32 KiB" in steps["capacity misses at L2"].text
+    assert "non-temporal" in steps["write-allocate fills at L2"].text
+    floor = steps["compulsory traffic at DRAM"]
+    assert floor.gain is None and floor.limit > r.bound
+    assert g.steps[-1] is floor  # the floor comes last: nothing to apply
+
+
+def test_l1_bound_kernel_gets_register_advice():
+    m = machine_from_dict({"compute": {"peak": 1000.0},
+                           "level": [{"name": "L1", "size": "32 KiB", "ways": 8,
+                                      "bandwidth": 1.0}],
+                           "memory": {"bandwidth": 1000.0}})  # fmt: skip
+    g = guidance(simulate_kernel("daxpy", m.hierarchy, n=256), m)
+    assert g.binding == "L1"
+    assert any("register" in s.text for s in g.steps)
+
+
+def test_guidance_needs_flops(machine):
+    from hroof.cachesim import simulate
+
+    addr = np.arange(0, 8 * 64, 8, dtype=np.uint64)
+    res = simulate(machine.hierarchy, [(addr, np.full(64, 8, np.uint32), np.zeros(64, np.uint8))])
+    with pytest.raises(ConfigError, match="flops"):
+        guidance(res, machine)
+
+
+def test_plot_draws_bandwidth_ceilings(machine):
+    res = simulate_kernel("stencil7", machine.hierarchy, n=16)
+    fig = plot_hierarchical([res], machine)
+    (ax,) = fig.axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "DRAM no prefetch 6 GB/s" in texts
+    assert "DRAM no NUMA-aware placement 4 GB/s" in texts
+    dashed = [ln for ln in ax.lines if ln.get_linestyle() == "--" and "DRAM" in ln.get_label()]
+    assert len(dashed) == 2
+    x, y = dashed[1].get_data()
+    assert np.allclose(y[x < 1], 4.0 * x[x < 1])  # under its roof, at its bandwidth
+
+
+def test_simulate_prints_guidance(capsys):
+    from hroof.cli import main
+
+    assert main(["simulate", "stencil7", "n=16", "--machine", "teaching", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "Roofline guidance on teaching" in out
+    assert "What to optimise next" in out and "Need not" in out
+    assert main(["simulate", "stencil7", "n=16", "--machine", "generic", "-q"]) == 0
+    assert "guidance" not in capsys.readouterr().out  # no figures, no guidance
+
+
+@pytest.mark.parametrize(
+    ("ceilings", "words"),
+    [
+        ('{ "no SIMD" = 2.0, "no FMA" = 5.0 }', "unordered ceilings"),
+        ('{ "no FMAA" = 5.0 }', "unknown ceiling 'no FMAA'"),
+    ],
+)
+def test_cli_bad_ceilings_exit_2(tmp_path, capsys, ceilings, words):
+    from hroof.cli import main
+
+    path = tmp_path / "m.toml"
+    path.write_text(
+        f"[compute]\npeak = 10.0\nceilings = {ceilings}\n[[level]]\nsize = 4096\nways = 4\n"
+    )
+    assert main(["machine", "show", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err
