@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 
 from hroof.errors import ConfigError
@@ -47,13 +48,16 @@ def register(sub, machine_sub) -> None:
     q = machine_sub.add_parser(
         "measure",
         help="measure this host's compute ceilings and bandwidths (empirical roofline)",
-        description="Time Numba microkernels on this host: the double- and single-precision "
-        "peak with FMA on the widest SIMD registers, without FMA, and scalar (GFLOP/s); and "
-        "read, write, copy and triad bandwidth (GB/s) over working sets from 4 KiB to 8x the "
-        "last-level cache, on one core and on all cores, best of several trials. Bandwidth "
-        "plateaus are found as ERT does and matched to the detected cache levels; a level "
-        "without a clear plateau stays unknown, with a note. Writes the measured machine "
-        "file (loadable as --machine host) and prints a summary.",
+        description=textwrap.fill(
+            "Time Numba microkernels on this host: the double- and single-precision "
+            "peak with FMA on the widest SIMD registers, without FMA, and scalar (GFLOP/s); and "
+            "read, write, copy and triad bandwidth (GB/s) over working sets from 4 KiB to 8x the "
+            "last-level cache, on one core and on all cores, best of several trials. Bandwidth "
+            "plateaus are found as ERT does and matched to the detected cache levels; a level "
+            "without a clear plateau stays unknown, with a note. Writes the measured machine "
+            "file (loadable as --machine host) and prints a summary.",
+            width=80,
+        ),
         epilog=_MEASURE_EPILOG,
         formatter_class=fmt,
     )
@@ -90,9 +94,12 @@ def register(sub, machine_sub) -> None:
     q = machine_sub.add_parser(
         "import-ert",
         help="turn an ERT roofline.json into a machine file's figures",
-        description="Read an Empirical Roofline Toolkit roofline.json (empirical.gflops and "
-        "empirical.gbytes) and write a machine TOML file: the cache levels of --onto with "
-        "ERT's peak, ceilings and bandwidths. Prints the TOML, or writes it with --out.",
+        description=textwrap.fill(
+            "Read an Empirical Roofline Toolkit roofline.json (empirical.gflops and "
+            "empirical.gbytes) and write a machine TOML file: the cache levels of --onto with "
+            "ERT's peak, ceilings and bandwidths. Prints the TOML, or writes it with --out.",
+            width=80,
+        ),
         epilog=_IMPORT_EPILOG,
         formatter_class=fmt,
     )
