@@ -452,6 +452,17 @@ def _positive(what: str, largest: int | None = None):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds (``0.2``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _format_arg(text: str) -> str:
     name = text.strip().lower()
     if name not in FORMATS:
@@ -660,7 +671,8 @@ def format_kernels() -> str:
             lines.extend("    " + t for t in textwrap.wrap(k.notes, 92))
         lines.append("")
     lines.append(
-        "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6)"
+        "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6);\n"
+        "run it natively and time it with: hroof run KERNEL KEY=VALUE ..."
     )
     return "\n".join(lines)
 
@@ -714,6 +726,12 @@ def format_sweep(points, machine, walls) -> str:
     cols += [_Col(f"{n} AI\nFLOP/B") for n in names]
     if known:
         cols += [_Col("bound\nGFLOP/s"), _Col("binds", "<")]
+    measured = any(p.measured for p in points)
+    if measured:
+        cols += [_Col("measured\nGFLOP/s"), _Col("IQR\nGFLOP/s")]
+        if known:
+            cols += [_Col("measured/\npredicted"), _Col("verdict", "<")]
+    poor = 0
     rows = []
     for p in points:
         r = p.result
@@ -723,6 +741,9 @@ def format_sweep(points, machine, walls) -> str:
             rf = roofline(r, machine)
             perf, binding = rf.bound, rf.binding
             row += [f"{perf:.3g}", binding]
+        if measured:
+            row += _measured_cells(p, machine if known else None)
+            poor += row[-1].startswith("POOR")
         rows.append(row)
     lines = [
         f"kernel    {points[0].result.source.get('kernel')}  ({len(points)} points)",
@@ -735,6 +756,16 @@ def format_sweep(points, machine, walls) -> str:
         lines.append(
             f"(no bounds: the machine has no {', '.join(machine.missing())}; "
             "see 'hroof machine show')"
+        )
+    if measured:
+        lines += textwrap.wrap(
+            "measured: the kernel run natively on this host (one thread), median GFLOP/s of "
+            "the timed repeats and their interquartile range (IQR: the middle half); "
+            f"predicted: the bound of the machine model {machine.name}"
+            + (", which is not this host unless it is --machine host" if known else "")
+            + ". POOR: under half the bound (the roofline's poor-performance region)."
+            + (f" {poor} of {len(points)} points are POOR." if poor else ""),
+            REPORT_WIDTH,
         )
     from hroof.roofline.report import predicted_walls
 
@@ -756,6 +787,21 @@ def format_sweep(points, machine, walls) -> str:
     return "\n".join(lines)
 
 
+def _measured_cells(point, machine) -> list[str]:
+    """Measured GFLOP/s and its IQR; with a machine, measured/predicted and the verdict."""
+    from hroof.roofline.measured import compare
+    from hroof.roofline.measured import iqr_text as _iqr
+
+    m = point.measured
+    if not m:
+        return ["-", "-"] + (["-", "-"] if machine is not None else [])
+    cells = [f"{m['gflop_s']:.3g}", _iqr(m)]
+    if machine is not None:
+        c = compare(point.result, m["gflop_s"], machine)
+        cells += [f"{c.ratio:.2f}", c.verdict] if c else ["-", "no flops"]
+    return cells
+
+
 def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     """results.json, results.csv, the figures (PNG and SVG) and report.html in ``out``."""
     import csv
@@ -771,13 +817,19 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     buf = io.StringIO()
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
     w = csv.writer(buf)
+    measured = any(p.measured for p in points)
     w.writerow([*points[0].params, "footprint_bytes", "flops",
-                *(f"{n}_bytes" for n in names), *(f"{n}_ai" for n in names)])  # fmt: skip
+                *(f"{n}_bytes" for n in names), *(f"{n}_ai" for n in names),
+                *(["measured_gflop_s", "measured_gflop_s_min", "measured_gflop_s_max"]
+                  if measured else [])])  # fmt: skip
     for p in points:
         r = p.result
+        m = p.measured or {}
         w.writerow([*p.params.values(), p.footprint, r.flops,
                     *(lv.bytes for lv in r.levels), r.memory.bytes,
-                    *(lv.ai for lv in r.levels), r.memory.ai])  # fmt: skip
+                    *(lv.ai for lv in r.levels), r.memory.ai,
+                    *([m.get("gflop_s"), m.get("gflop_s_min"), m.get("gflop_s_max")]
+                      if measured else [])])  # fmt: skip
     _write_atomic(out / "results.csv", buf.getvalue())
     written.append(out / "results.csv")
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
@@ -805,12 +857,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
     machine = load_machine(args.machine)
+    if args.measure:
+        from hroof.native.core import require_native
+
+        require_native(args.kernel)  # before minutes of simulation, not after
+    elif args.min_time is not None:
+        raise HroofError("--min-time is for --measure")
     with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
             progress=bar,
         )  # fmt: skip
+    if args.measure:  # serially, after the simulations: nothing else runs while timing
+        from hroof.roofline.sweep import measure_points
+
+        with Progress(
+            len(points), label="measure", enabled=False if args.quiet else None, unit="points"
+        ) as bar:
+            points = measure_points(args.kernel, points, min_time=args.min_time, progress=bar)
     vary = varying(points)
     walls = []
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
@@ -911,6 +976,7 @@ examples:
   hroof kernels                               the kernels and their parameters
   hroof simulate stencil7 n=128               per-level table of one run
   hroof sweep stencil7 n=8..256:x2 --out d/   a size sweep, with figures and report
+  hroof run stencil7 n=128 --predict          run it natively: measured vs predicted
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof machine show skylake-sp               a machine: levels, bandwidths, peak
 
@@ -974,6 +1040,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes to run points in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="simulate every point again")
+    p.add_argument(
+        "--measure",
+        action="store_true",
+        help="also run the kernel natively at every point on this host (one thread, after "
+        "the simulations) and show measured GFLOP/s beside the predicted bound, "
+        "measured/predicted and POOR where under half the bound (see 'hroof run')",
+    )
+    p.add_argument(
+        "--min-time",
+        type=_seconds,
+        metavar="S",
+        help="with --measure: least timed seconds per point (default: 0.2)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)
 
@@ -1178,9 +1257,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     # Commands kept in hroof/commands/, one module per topic.
-    from hroof.commands import energy, measure, spmv_blocking, table
+    from hroof.commands import accel, energy, measure, run, spmv_blocking, table
 
-    for module in (energy, measure, spmv_blocking, table):
+    for module in (run, energy, measure, spmv_blocking, table, accel):
         module.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
@@ -1219,7 +1298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             choices = (
                 "show, list, detect, measure, import-ert"
                 if which is not parser
-                else "kernels, simulate, sweep, trace, machine, demo"
+                else "kernels, simulate, sweep, run, trace, machine, demo, report, energy, "
+                "spmv-blocking, table, gemm, network, coalesce, mwp"
             )
             which.error(f"missing command; choose one of {choices}")
     except SystemExit as exc:  # --help, --version, usage errors

@@ -31,6 +31,7 @@ def __getattr__(name: str):
         return getattr(simulator, name)
     raise AttributeError(f"module 'hroof.cachesim' has no attribute {name!r}")
 
+
 __all__ = [
     "DEFAULT_MACHINE",
     "SCHEMA",

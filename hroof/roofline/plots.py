@@ -1,5 +1,5 @@
 """Roofline plots (matplotlib): hierarchical, cache-aware, side by side, AI against size,
-and the traffic partition.
+the traffic partition, and measured against predicted performance.
 
 Every function takes results (or sweep points) and a machine, draws on ``ax``
 (or a new figure, made without pyplot, so the caller's backend is left alone)
@@ -176,6 +176,11 @@ def plot_carm(
             ax.annotate(f"{_label(p, param)} ({binding})", (xs[-1], perf), fontsize=7,
                         xytext=(5, 0), textcoords="offset points", va="center")  # fmt: skip
     ax.plot(xs, ys, "s", color="black", ms=6, label="run (L1 AI)", zorder=3)
+    mx = [(r.levels[0].ai, p.measured["gflop_s"]) for p, r in zip(points, results, strict=True)
+          if isinstance(p, SweepPoint) and p.measured and p.measured.get("gflop_s")]  # fmt: skip
+    if mx:
+        ax.plot(*zip(*mx, strict=True), "o", mfc="none", mec="tab:red", ms=7, mew=1.4,
+                label="measured on this host", zorder=4)  # fmt: skip
     ax.set_xlim(*xlim)
     ax.legend(loc="lower right", fontsize=8)
     return fig
@@ -270,5 +275,77 @@ def plot_traffic(points: Sequence[SweepPoint], param: str, *, ax=None):
     ax.set_xlabel(param)
     ax.set_ylabel("bytes to the level below per flop")
     ax.set_title("Traffic below each level, by cause")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *, ax=None):
+    """Predicted bound and measured performance (GFLOP/s) against the swept parameter.
+
+    The predicted bound is the hierarchical bound of each simulated point on the
+    ``machine`` model (a line, with the level that binds written at each point);
+    half of it is dashed: a measured point below that line is in the roofline's
+    poor-performance region and is drawn filled red and labelled POOR. Measured
+    points (``SweepPoint.measured``: the native run's median on this host) carry
+    the interquartile range of their runs as an error bar (the slowest run of a
+    noisy host can be far off; min..max stays in the data). Points without a measurement are
+    skipped; the machine needs its bandwidths and peak.
+    """
+    from hroof.roofline.measured import compare
+
+    machine.require("a measured-against-predicted plot")
+    pts = sorted(points, key=lambda p: p.params[param])
+    if ax is None:
+        ax = _figure(7, 4.5).subplots()
+    fig = ax.figure
+    x = [p.params[param] for p in pts]
+    bounds = [bound(p.result, machine) for p in pts]
+    y = [b for b, _ in bounds]
+    ax.plot(x, y, "-", color="black", lw=1.6, label=f"predicted bound ({machine.name})")
+    ax.plot(x, [v / 2 for v in y], "--", color="grey", lw=1.0,
+            label="half the bound (poor below)")  # fmt: skip
+    for xi, (b, binding) in zip(x, bounds, strict=True):
+        ax.annotate(binding, (xi, b), xytext=(0, 4), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=7)  # fmt: skip
+    good, poor = ([], [], [], []), ([], [], [], [])
+    for xi, p in zip(x, pts, strict=True):
+        m = p.measured
+        if not m or not m.get("gflop_s"):
+            continue
+        c = compare(p.result, m["gflop_s"], machine)
+        dest = poor if c is not None and c.poor else good
+        dest[0].append(xi)
+        dest[1].append(m["gflop_s"])
+        dest[2].append(m["gflop_s"] - m.get("gflop_s_q1", m["gflop_s"]))
+        dest[3].append(m.get("gflop_s_q3", m["gflop_s"]) - m["gflop_s"])
+        if c is not None:
+            ax.annotate(f"{c.ratio:.2f}" + (" POOR" if c.poor else ""), (xi, m["gflop_s"]),
+                        xytext=(5, -2), textcoords="offset points", va="top", fontsize=7,
+                        color="tab:red" if c.poor else "tab:blue")  # fmt: skip
+    for (xs, ys, lo, hi), style, label in (
+        (good, {"color": "tab:blue", "mfc": "white"}, "measured on this host (median, IQR)"),
+        (poor, {"color": "tab:red", "mfc": "tab:red"}, "measured: POOR (under half the bound)"),
+    ):
+        if xs:
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", ms=6, capsize=3, label=label, **style)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    lo, hi = ax.get_ylim()
+    if hi / lo < 100:  # two decades or less: label some minor ticks, as plain numbers
+
+        def minor(v, _pos, every=hi / lo >= 10):
+            lead = round(v / 10 ** np.floor(np.log10(v)))
+            return f"{v:g}" if not every or lead in (2, 5) else ""
+
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
+    else:
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(param)
+    ax.set_ylabel("performance (GFLOP/s)")
+    ax.set_title("Measured on this host against the predicted bound")
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -52,6 +52,15 @@ _CAPTIONS = {
         "level above it stops holding the data: the locality walls, marked with the capacity "
         "of the level that overflowed."
     ),
+    "measured": (
+        "Performance measured on the host that ran the sweep (the kernel run natively, one "
+        "thread; the dot is the median run, the bar the middle half of the runs) beside the "
+        "bound the simulation predicts on the machine model (the line, with the level that "
+        "binds). The number by each dot is measured / predicted. Below the dashed line (half "
+        "the bound) a point is in the roofline's poor-performance region and is marked POOR. "
+        "Unless the sweep ran with --machine host, the model is another machine than the "
+        "host, so the ratio compares the two machines as much as the code."
+    ),
     "traffic": (
         "The bytes each level moves to the level below, per flop, split by cause: compulsory "
         "(first touch and first writeback), write-allocate (reading a line before storing "
@@ -148,6 +157,8 @@ def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], para
     )
     if points[0].result.classified:
         figs["traffic"] = plots.plot_traffic(points, param)
+    if not machine.missing() and any(p.measured for p in points):
+        figs["measured"] = plots.plot_measured(points, machine, param)
     return figs
 
 
@@ -197,14 +208,32 @@ def _table_html(rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _measured_cells(point: SweepPoint, machine: Machine) -> list[str]:
+    """Measured GFLOP/s, its interquartile range, measured/predicted and the verdict (or dashes)."""
+    from hroof.roofline.measured import compare
+    from hroof.roofline.measured import iqr_text as _iqr
+
+    m = point.measured
+    if not m:
+        return ["-"] * 4
+    c = compare(point.result, m["gflop_s"], machine)
+    return [f"{m['gflop_s']:.3g}", _iqr(m),
+            f"{c.ratio:.2f}" if c else "-", c.verdict if c else "-"]  # fmt: skip
+
+
 def _html(title, machine, points, walls, param, embedded, summary) -> str:
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
+    measured = any(p.measured for p in points)
     rows = [[param, "footprint", *(f"{n} AI" for n in names), "bound GFLOP/s", "binds"]]
+    if measured:
+        rows[0] += ["measured GFLOP/s", "IQR GFLOP/s", "measured / predicted", "verdict"]
     for p in points:
         r = roofline(p.result, machine)
         rows.append([str(p.params[param]), f"{p.footprint:,} B",
                      *(f"{lv.ai:.3f}" if lv.ai else "-" for lv in r.levels),
                      f"{r.bound:.3g}" if r.bound else "-", r.binding or "-"])  # fmt: skip
+        if measured:
+            rows[-1] += _measured_cells(p, machine)
     wall_rows = [["level", "capacity", f"{param} before", f"{param} after", "bytes/flop below"]]
     for w in walls:
         change = f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g}"
@@ -223,6 +252,15 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
     if summary:
         parts += ["<h2>Summary</h2>", _table_html(summary)]
     parts += ["<h2>Every point</h2>", _table_html(rows)]
+    if any(p.measured for p in points):
+        parts.append(
+            "<p>Measured: the kernel run natively on the host that ran the sweep (one "
+            "thread; median GFLOP/s of the timed runs and their interquartile range: the "
+            "middle half). Predicted: the bound of the machine model "
+            f"<b>{html.escape(machine.name)}</b>, which is another machine than the host "
+            "unless the sweep used <code>--machine host</code>. POOR: under half the "
+            "bound, the roofline's poor-performance region.</p>"
+        )
     parts += ["<h2>Locality walls</h2>",
               _table_html(wall_rows) if walls else "<p>No wall in this range.</p>"]  # fmt: skip
     for name, data in embedded:
@@ -245,7 +283,8 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
         if doc.get("schema") != "hroof.sweep/1":
             raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
         points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
-                             p.get("cached", False)) for p in doc["points"]]  # fmt: skip
+                             p.get("cached", False), p.get("measured"))
+                  for p in doc["points"]]  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, HroofError):
             raise

@@ -102,20 +102,31 @@ def expand_grid(kernel: str, assignments: dict[str, str]) -> list[dict[str, str]
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One point of a sweep: the kernel's bound parameters and its simulation result."""
+    """One point of a sweep: the kernel's bound parameters and its simulation result.
+
+    ``measured`` is the native run of the same parameters on this host when the
+    sweep was measured (``hroof sweep --measure``): the
+    :meth:`hroof.native.Measurement.to_dict` fields without schema and source
+    (``gflop_s`` is the median GFLOP/s, ``gflop_s_min`` .. ``gflop_s_max`` its
+    spread, ``timing`` the seconds per run); None otherwise.
+    """
 
     params: dict[str, Any]
     footprint: int
     result: SimResult
     cached: bool = False
+    measured: dict | None = None
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "params": dict(self.params),
             "footprint": self.footprint,
             "cached": self.cached,
             "result": self.result.to_dict(),
         }
+        if self.measured is not None:
+            d["measured"] = dict(self.measured)
+        return d
 
 
 def cache_dir() -> Path:
@@ -208,6 +219,44 @@ def run_sweep(
         SweepPoint(plan.params, plan.footprint, res, c)
         for plan, res, c in zip(plans, results, cached, strict=True)
     ]
+
+
+def measure_points(
+    kernel: str,
+    points: list[SweepPoint],
+    *,
+    min_time: float | None = None,
+    min_repeats: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[SweepPoint]:
+    """The points with ``measured`` filled in: each run natively on this host, one
+    after the other in this process (never beside the simulations: timing).
+
+    ``min_time`` (seconds) and ``min_repeats`` default to
+    :func:`hroof.native.timing.time_kernel`'s. Measurements are never cached.
+    """
+    from dataclasses import replace
+
+    from hroof.native import measure_kernel
+    from hroof.native.core import require_native
+    from hroof.native.timing import MIN_REPEATS, MIN_TIME
+    from hroof.traces import plan_kernel
+
+    require_native(kernel)  # no native twin: fail before anything runs
+    plans = [plan_kernel(kernel, **p.params) for p in points]
+    out = []
+    for point, plan in zip(points, plans, strict=True):
+        m = measure_kernel(
+            plan,
+            min_time=MIN_TIME if min_time is None else min_time,
+            min_repeats=MIN_REPEATS if min_repeats is None else min_repeats,
+        )
+        d = m.to_dict()
+        del d["schema"], d["source"]
+        out.append(replace(point, measured=d))
+        if progress:
+            progress(1)
+    return out
 
 
 def _write_cache(path: Path, d: dict) -> None:

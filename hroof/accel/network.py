@@ -1,0 +1,403 @@
+"""Whole networks on an accelerator: per-layer flops and bytes, the network's AI, its bound.
+
+Counting rules (stated once, used everywhere; docs/accelerators.md repeats them):
+
+- a multiply-accumulate (MAC) is 2 flops; bias adds, batch normalisation and activations
+  (ReLU) are not counted as flops: they are assumed fused into the layer before them;
+- bytes: every layer moves its weights (bias included when the layer has one), its input
+  activations and its output activations exactly once (no cache reuse between layers, no
+  re-reads inside a layer): ``bytes = elem (weights + inputs + outputs)``;
+- element size 4 bytes (``fp32``) unless another dtype is given; batch 1 unless told;
+  with a batch of B the activations and flops scale by B, the weights do not;
+- pooling layers are **skipped** in the counts (0 flops, 0 bytes: fused into the layer
+  before them) but change the activation shape for the next layer.
+
+Layer types: ``conv`` (kernel, stride, padding, ``out`` channels), ``pwconv`` (1x1 conv),
+``dwconv`` (depthwise: one kernel per input channel), ``fc`` (fully connected: flattens
+its input), ``pool`` (kernel, stride, padding; ``global = true`` pools to 1x1).
+A network file (TOML or JSON) gives ``name``, ``input = [C, H, W]`` and a list of layers
+(``[[layer]]`` tables in TOML, ``"layers": [...]`` in JSON); see :func:`load_network`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hroof.accel.device import Device, element_size, positive_int
+from hroof.errors import ConfigError, suggest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Layer type -> the keys it accepts (besides ``type`` and ``name``).
+LAYER_KEYS = {
+    "conv": {"out", "kernel", "stride", "padding", "bias"},
+    "pwconv": {"out", "stride", "bias"},
+    "dwconv": {"kernel", "stride", "padding", "bias"},
+    "fc": {"out", "bias"},
+    "pool": {"kernel", "stride", "padding", "global"},
+}
+_NEEDS_OUT = {"conv", "pwconv", "fc"}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: its type, name and hyper-parameters (see the module docstring)."""
+
+    type: str
+    name: str = ""
+    out: int | None = None
+    kernel: int = 1
+    stride: int = 1
+    padding: int = 0
+    bias: bool = True
+    global_pool: bool = False
+
+
+@dataclass(frozen=True)
+class Network:
+    """A named list of layers on an input of ``(C, H, W)`` activations."""
+
+    name: str
+    input: tuple[int, int, int]
+    layers: tuple[Layer, ...]
+
+
+def layer_from_dict(d: dict, where: str = "layer") -> Layer:
+    """A :class:`Layer` from a table of keys; ConfigError naming any bad key or value."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where} must be a table of keys, got {d!r}")
+    kind = d.get("type")
+    if kind not in LAYER_KEYS:
+        raise ConfigError(
+            f"unknown layer type {kind!r} in {where}{suggest(str(kind), LAYER_KEYS)}; "
+            f"known: {', '.join(LAYER_KEYS)}"
+        )
+    allowed = LAYER_KEYS[kind] | {"type", "name"}
+    for key in d:
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown key {key!r} for a {kind} layer in {where}{suggest(key, allowed)}; "
+                f"allowed: {', '.join(sorted(allowed))}"
+            )
+
+    def num(key, default, least=1):
+        v = d.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ConfigError(f"{key} of {where} must be a whole number >= {least}, got {v!r}")
+        return v
+
+    def flag(key, default):
+        v = d.get(key, default)
+        if not isinstance(v, bool):
+            raise ConfigError(f"{key} of {where} must be true or false, got {v!r}")
+        return v
+
+    if kind == "conv" and "kernel" not in d:
+        raise ConfigError(f"a conv layer needs 'kernel' (the window side, e.g. 3) in {where}")
+    if kind in _NEEDS_OUT and "out" not in d:
+        raise ConfigError(f"a {kind} layer needs 'out' (output channels/features) in {where}")
+    kernel = (
+        num("kernel", 1)
+        if kind not in ("pool", "dwconv")
+        else num("kernel", 2 if kind == "pool" else 3)
+    )
+    return Layer(
+        type=kind,
+        name=str(d.get("name", "")),
+        out=num("out", 1) if kind in _NEEDS_OUT else None,
+        kernel=kernel,
+        stride=num("stride", kernel if kind == "pool" else 1),
+        padding=num("padding", 0, least=0),
+        bias=flag("bias", kind != "pool"),
+        global_pool=flag("global", False),
+    )
+
+
+def network_from_dict(doc: dict, source: str = "<dict>") -> Network:
+    """A :class:`Network` from a parsed TOML/JSON document."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: a network file is a table with name, input and layers")
+    for key in doc:
+        if key not in ("name", "input", "layer", "layers"):
+            raise ConfigError(
+                f"unknown key {key!r} in {source}{suggest(key, ['name', 'input', 'layers'])}; "
+                "allowed: name, input, layer (TOML [[layer]]), layers (JSON)"
+            )
+    inp = doc.get("input")
+    if (
+        not isinstance(inp, list)
+        or len(inp) != 3
+        or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in inp)
+    ):
+        raise ConfigError(
+            f"input of {source} must be [C, H, W] (positive whole numbers), got {inp!r}"
+        )
+    raw = doc.get("layers", doc.get("layer"))
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f'{source} has no layers ([[layer]] tables in TOML, "layers" in JSON)')
+    layers = []
+    for i, d in enumerate(raw):
+        lay = layer_from_dict(d, f"layer {i + 1} of {source}")
+        if not lay.name:
+            lay = Layer(**{**lay.__dict__, "name": f"{lay.type}{i + 1}"})
+        layers.append(lay)
+    return Network(str(doc.get("name", Path(source).stem)), tuple(inp), tuple(layers))
+
+
+def load_network(name_or_path: str | Path) -> Network:
+    """A built-in network (``vgg16``, ``mobilenet``) or a ``.toml``/``.json`` network file."""
+    key = str(name_or_path).lower()
+    if key in BUILTIN:
+        return BUILTIN[key]()
+    path = Path(name_or_path)
+    if path.suffix.lower() not in (".toml", ".json"):
+        raise ConfigError(
+            f"unknown network {str(name_or_path)!r}{suggest(key, BUILTIN)}; built in: "
+            f"{', '.join(BUILTIN)}, or a .toml/.json network file"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read network file {path}: {exc.strerror or exc}") from None
+    try:
+        doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid {path.suffix[1:].upper()}: {exc}") from None
+    return network_from_dict(doc, str(path))
+
+
+# ---------------------------------------------------------------------------- built-ins
+def vgg16() -> Network:
+    """VGG16 (Simonyan and Zisserman, 2015, configuration D) on a 3x224x224 input.
+
+    13 3x3 convolutions (padding 1) with biases, 5 2x2 max pools, 3 fully-connected layers:
+    15.47 G MACs (30.9 GFLOP) and 138,357,544 parameters.
+    """
+    layers = []
+    for block, (channels, convs) in enumerate([(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]):
+        for j in range(convs):
+            layers.append(Layer("conv", f"conv{block + 1}_{j + 1}", channels, 3, 1, 1))
+        layers.append(Layer("pool", f"pool{block + 1}", None, 2, 2, 0, False))
+    layers += [Layer("fc", "fc6", 4096), Layer("fc", "fc7", 4096), Layer("fc", "fc8", 1000)]
+    return Network("VGG16", (3, 224, 224), tuple(layers))
+
+
+def mobilenet_v1() -> Network:
+    """MobileNet v1 (Howard et al., 2017, width 1.0) on a 3x224x224 input.
+
+    A 3x3 stride-2 convolution, 13 depthwise (3x3) + pointwise (1x1) pairs, a global
+    average pool and a 1000-way fully-connected layer. Convolutions carry no bias (batch
+    normalisation follows each, not counted): 569 M MACs (1.14 GFLOP), 4.23 M parameters.
+    """
+    layers = [Layer("conv", "conv1", 32, 3, 2, 1, False)]
+    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]
+    plan += [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    for i, (out, stride) in enumerate(plan, start=2):
+        layers.append(Layer("dwconv", f"conv{i}_dw", None, 3, stride, 1, False))
+        layers.append(Layer("pwconv", f"conv{i}_pw", out, 1, 1, 0, False))
+    layers.append(Layer("pool", "avgpool", None, 7, 1, 0, False, True))
+    layers.append(Layer("fc", "fc", 1000))
+    return Network("MobileNet v1", (3, 224, 224), tuple(layers))
+
+
+BUILTIN = {"vgg16": vgg16, "mobilenet": mobilenet_v1, "mobilenet_v1": mobilenet_v1}
+
+
+# ---------------------------------------------------------------------------- counting
+@dataclass(frozen=True)
+class LayerCost:
+    """Counts of one layer: MACs, flops, parameters, bytes (weights, in, out) and AI."""
+
+    name: str
+    type: str
+    in_shape: tuple[int, int, int]
+    out_shape: tuple[int, int, int]
+    macs: int
+    flops: int
+    params: int
+    weight_bytes: int
+    in_bytes: int
+    out_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.weight_bytes + self.in_bytes + self.out_bytes
+
+    @property
+    def ai(self) -> float | None:
+        """FLOP/byte (None for a skipped layer: no bytes counted)."""
+        return self.flops / self.bytes if self.bytes else None
+
+    @property
+    def skipped(self) -> bool:
+        return self.type == "pool"
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["in_shape"], d["out_shape"] = list(self.in_shape), list(self.out_shape)
+        return {**d, "bytes": self.bytes, "ai": self.ai, "skipped": self.skipped}
+
+
+def _out_hw(h: int, w: int, k: int, s: int, p: int, where: str) -> tuple[int, int]:
+    ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    if ho < 1 or wo < 1:
+        raise ConfigError(f"{where}: a {k}x{k} window does not fit a {h}x{w} input (padding {p})")
+    return ho, wo
+
+
+def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[LayerCost]:
+    """Per-layer counts of ``net`` at ``dtype`` (element size) and ``batch``."""
+    elem = element_size(dtype)
+    batch = positive_int(batch, "batch")
+    c, h, w = net.input
+    out = []
+    for lay in net.layers:
+        where = f"layer {lay.name} of {net.name}"
+        if lay.type in ("conv", "pwconv"):
+            k = 1 if lay.type == "pwconv" else lay.kernel
+            p = 0 if lay.type == "pwconv" else lay.padding
+            ho, wo = _out_hw(h, w, k, lay.stride, p, where)
+            co = lay.out
+            macs = ho * wo * co * c * k * k
+            params = co * c * k * k + (co if lay.bias else 0)
+        elif lay.type == "dwconv":
+            ho, wo = _out_hw(h, w, lay.kernel, lay.stride, lay.padding, where)
+            co = c
+            macs = ho * wo * c * lay.kernel * lay.kernel
+            params = c * lay.kernel * lay.kernel + (c if lay.bias else 0)
+        elif lay.type == "fc":
+            fan_in = c * h * w
+            co, ho, wo = lay.out, 1, 1
+            macs = fan_in * co
+            params = fan_in * co + (co if lay.bias else 0)
+        else:  # pool: shape only (skipped in the counts)
+            co = c
+            ho, wo = (
+                (1, 1)
+                if lay.global_pool
+                else _out_hw(h, w, lay.kernel, lay.stride, lay.padding, where)
+            )
+            macs = params = 0
+        skipped = lay.type == "pool"
+        out.append(
+            LayerCost(
+                name=lay.name,
+                type=lay.type,
+                in_shape=(c, h, w),
+                out_shape=(co, ho, wo),
+                macs=batch * macs,
+                flops=2 * batch * macs,
+                params=params,
+                weight_bytes=elem * params,
+                in_bytes=0 if skipped else elem * batch * c * h * w,
+                out_bytes=0 if skipped else elem * batch * co * ho * wo,
+            )
+        )
+        c, h, w = co, ho, wo
+    return out
+
+
+@dataclass(frozen=True)
+class LayerBound:
+    """A layer on a device: the roofline bound (GFLOP/s), what binds, time (seconds)."""
+
+    cost: LayerCost
+    attainable: float | None
+    bound: str  # "compute", "memory" or "skipped"
+    time_s: float
+
+    def to_dict(self) -> dict:
+        return {
+            **self.cost.to_dict(),
+            "attainable": self.attainable,
+            "bound": self.bound,
+            "time_s": self.time_s,
+        }
+
+
+@dataclass(frozen=True)
+class NetworkAnalysis:
+    """A network on a device at one precision and batch.
+
+    ``ai`` is total flops over total bytes; ``attainable`` = min(peak, ai x memory
+    bandwidth), the article's view of the whole network as one point; ``time_s`` sums the
+    layers' roofline times (each layer at its own bound), and ``achieved`` = flops /
+    ``time_s`` is the rate that implies.
+    """
+
+    network: str
+    device: str
+    dtype: str
+    batch: int
+    peak: float
+    memory: str
+    bandwidth: float
+    ridge: float
+    layers: tuple[LayerBound, ...]
+    flops: int
+    macs: int
+    params: int
+    bytes: int
+    ai: float
+    attainable: float
+    bound: str
+    time_s: float
+    achieved: float = field(default=0.0)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "layers"}
+        return {"schema": "hroof.network/1", **d, "layers": [lb.to_dict() for lb in self.layers]}
+
+
+def analyse_network(net: Network, dev: Device, batch: int = 1) -> NetworkAnalysis:
+    """Per-layer and whole-network roofline bounds of ``net`` on ``dev`` (memory roof)."""
+    costs = layer_costs(net, dev.dtype, batch)
+    bw = dev.bandwidth(dev.memory)
+    bounds = []
+    for lc in costs:
+        if lc.skipped:
+            bounds.append(LayerBound(lc, None, "skipped", 0.0))
+            continue
+        roof = min(dev.peak, lc.ai * bw)
+        bounds.append(
+            LayerBound(
+                lc,
+                roof,
+                "compute" if roof >= dev.peak else "memory",
+                max(lc.flops / (dev.peak * 1e9), lc.bytes / (bw * 1e9)),
+            )
+        )
+    flops = sum(lc.flops for lc in costs)
+    nbytes = sum(lc.bytes for lc in costs)
+    if nbytes == 0:
+        raise ConfigError(f"network {net.name} has no counted layer (pooling is skipped)")
+    ai = flops / nbytes
+    attainable = min(dev.peak, ai * bw)
+    time_s = math.fsum(b.time_s for b in bounds)
+    return NetworkAnalysis(
+        network=net.name,
+        device=dev.name,
+        dtype=dev.dtype,
+        batch=batch,
+        peak=dev.peak,
+        memory=dev.memory,
+        bandwidth=bw,
+        ridge=dev.peak / bw,
+        layers=tuple(bounds),
+        flops=flops,
+        macs=sum(lc.macs for lc in costs),
+        params=sum(lc.params for lc in costs),
+        bytes=nbytes,
+        ai=ai,
+        attainable=attainable,
+        bound="compute" if attainable >= dev.peak else "memory",
+        time_s=time_s,
+        achieved=flops / (time_s * 1e9),
+    )
