@@ -1257,9 +1257,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     # Commands kept in hroof/commands/, one module per topic.
-    from hroof.commands import accel, energy, run, spmv_blocking, table
+    from hroof.commands import accel, energy, measure, run, spmv_blocking, table
 
-    for module in (run, energy, spmv_blocking, table, accel):
+    for module in (run, energy, measure, spmv_blocking, table, accel):
         module.register(sub, msub)
     parser.set_defaults(func=None, parser=parser)
     return parser
@@ -1296,7 +1296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.func is None:
             which = args.parser
             choices = (
-                "show, list, detect"
+                "show, list, detect, measure, import-ert"
                 if which is not parser
                 else "kernels, simulate, sweep, run, trace, machine, demo, report, energy, "
                 "spmv-blocking, table, gemm, network, coalesce, mwp"

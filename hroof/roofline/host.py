@@ -6,7 +6,7 @@ The kernel describes cpu0's caches in ``/sys/devices/system/cpu/cpu0/cache/index
 and unified caches, sorted by level, become the levels L1, L2, ... of a
 :class:`~hroof.roofline.machine.Machine`. Bandwidths and the compute peak cannot be
 read from the system, so they are left unknown (None), never guessed; ``hroof
-machine measure`` (a later feature) would fill them.
+machine measure`` (:mod:`hroof.measure`) measures them.
 
 A level whose values are odd (unreadable, not positive, a different line size from
 L1's, a capacity that does not divide into whole sets) is skipped, and the reason is
@@ -269,7 +269,7 @@ def host_toml(
     """The machine TOML text (DESIGN.md, "Machine files") of a detected host.
 
     Unknown figures are written as comments saying so, and that ``hroof machine
-    measure`` (a later feature) would fill them; the text loads back with
+    measure`` measures them; the text loads back with
     :func:`~hroof.roofline.machine.load_machine`.
 
     Parameters
@@ -292,8 +292,8 @@ def host_toml(
         "# Cache geometry as the Linux kernel reports it for cpu0 (data and unified caches).",
         "# Bandwidths (GB/s as seen by one core) and the compute peak (GFLOP/s) cannot be read",
         "# from the system and are unknown; hroof does not guess them. `hroof machine measure`",
-        "# (a later feature) would fill them; until then add them by hand from a measurement",
-        "# or a datasheet, citing the source.",
+        "# measures them (and writes the host file used by --machine host); or add them by",
+        "# hand from a measurement or a datasheet, citing the source.",
     ]
     if notes:
         out.append("#")

@@ -1,0 +1,539 @@
+"""``hroof machine measure`` and ``import-ert``: plateau detection on synthetic curves,
+the microkernels against plain-Python twins, what the compiler emits, a tiny real
+measurement (structure and ordering, never absolute values), the files it writes, the
+ERT round trip, and the command line's errors.
+
+No measured number is written in this file: every expectation is either computed
+from a synthetic curve or a relation between figures of the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hroof.cli import main
+from hroof.errors import ConfigError
+from hroof.measure import files
+from hroof.measure import kernels as K
+from hroof.measure.plateaus import Plateau, find_plateaus, match_levels
+from hroof.measure.run import (
+    PRESETS,
+    ComputeFigure,
+    Measurement,
+    Sweep,
+    measure_host,
+    sweep_sizes,
+)
+from hroof.roofline.host import read_host
+from hroof.roofline.machine import load_machine, machine_from_dict
+
+KIB, MIB = 1024, 1024 * 1024
+LEVELS = [("L1", 48 * KIB), ("L2", 1 * MIB), ("L3", 32 * MIB)]
+
+
+def steps(per_octave=4, lo=4 * KIB, hi=256 * MIB, values=(240.0, 170.0, 95.0, 38.0)):
+    """A synthetic sweep: each level's value while the working set fits it (with a
+    one-point transition at each capacity)."""
+    n = round(math.log2(hi / lo) * per_octave) + 1
+    sizes = np.unique(np.round(np.geomspace(lo, hi, n)).astype(np.int64))
+    caps = [c for _, c in LEVELS]
+    gbs = np.array([values[sum(s > c for c in caps)] for s in sizes], dtype=float)
+    return sizes, gbs
+
+
+# ------------------------------------------------------------------ plateaus
+def test_clean_steps_give_one_plateau_per_level():
+    sizes, gbs = steps()
+    ps = find_plateaus(sizes, gbs)
+    assert [p.gbs for p in ps] == [240.0, 170.0, 95.0, 38.0]
+    assert ps[0].lo_bytes == sizes[0] and ps[-1].hi_bytes == sizes[-1]
+    figs = match_levels(ps, LEVELS, swept=(sizes[0], sizes[-1]))
+    assert [(f.name, f.gbs) for f in figs] == [
+        ("L1", 240.0),
+        ("L2", 170.0),
+        ("L3", 95.0),
+        ("DRAM", 38.0),
+    ]
+    # each plateau lies in its level's working-set range
+    bounds = [1, *(c for _, c in LEVELS), math.inf]
+    for k, f in enumerate(figs):
+        assert bounds[k] <= f.plateau.lo_bytes and f.plateau.hi_bytes <= bounds[k + 1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noisy_steps_with_outliers(seed):
+    rng = np.random.default_rng(seed)
+    sizes, gbs = steps(per_octave=6)
+    noisy = gbs * rng.uniform(0.96, 1.04, size=gbs.size)
+    for i in rng.choice(np.arange(3, gbs.size - 3), size=3, replace=False):
+        noisy[i] *= 0.6  # a neighbour's burst at three points
+    ps = find_plateaus(sizes, noisy)
+    figs = match_levels(ps, LEVELS)
+    for f, true in zip(figs, (240.0, 170.0, 95.0, 38.0), strict=True):
+        assert f.gbs is not None, f.note
+        assert abs(f.gbs / true - 1) <= 0.04
+
+
+def test_missing_plateau_is_unknown_with_a_note():
+    sizes, gbs = steps(per_octave=6)
+    in_l2 = (sizes > 48 * KIB) & (sizes <= 1 * MIB)
+    # L2's range ramps from L1's bandwidth to L3's instead of levelling off
+    gbs[in_l2] = np.geomspace(235.0, 100.0, in_l2.sum())
+    figs = match_levels(find_plateaus(sizes, gbs), LEVELS, swept=(sizes[0], sizes[-1]))
+    names = {f.name: f for f in figs}
+    assert names["L1"].gbs == 240.0 and names["L3"].gbs == 95.0 and names["DRAM"].gbs == 38.0
+    assert names["L2"].gbs is None and "no clear plateau" in names["L2"].note
+
+
+def test_single_level():
+    sizes = 2 ** np.arange(12, 30)
+    ps = find_plateaus(sizes, np.full(sizes.size, 50.0))
+    assert len(ps) == 1 and ps[0].points == sizes.size and ps[0].gbs == 50.0
+
+
+@pytest.mark.parametrize("per_octave", [0.85, 0.7, 0.5])
+@pytest.mark.parametrize("points_per_octave", [2, 4, 6])
+def test_monotone_ramp_has_no_plateau(per_octave, points_per_octave):
+    # the steps between levels fall by 30-50 % per doubling; 15 % is still a ramp
+    sizes = np.geomspace(4 * KIB, 256 * MIB, 16 * points_per_octave + 1)
+    gbs = 300.0 * per_octave ** np.log2(sizes / sizes[0])
+    assert find_plateaus(sizes, gbs) == []
+    figs = match_levels([], LEVELS, swept=(sizes[0], sizes[-1]))
+    assert all(f.gbs is None and "no clear plateau" in f.note for f in figs)
+
+
+def test_a_gentle_drift_is_still_a_plateau():
+    # 3 % per doubling over two octaves, as DRAM bandwidth drifts on a shared host
+    sizes = np.geomspace(64 * MIB, 256 * MIB, 13)
+    gbs = 40.0 * 0.97 ** np.log2(sizes / sizes[0])
+    ps = find_plateaus(sizes, gbs)
+    assert len(ps) == 1 and ps[0].points == sizes.size
+
+
+def test_close_levels_merge_and_far_ones_do_not():
+    sizes = 2 ** np.arange(12, 24)
+    # a 10 % step is no clear step (ERT's factor is 1.25): one plateau
+    ps = find_plateaus(sizes, [100.0] * 6 + [91.0] * 6, tol=0.05)
+    assert len(ps) == 1
+    ps = find_plateaus(sizes, [100.0] * 6 + [70.0] * 6, tol=0.05)
+    assert [p.gbs for p in ps] == [100.0, 70.0]
+
+
+def test_unswept_level_says_so():
+    sizes = 2 ** np.arange(12, 20)  # 4 KiB .. 512 KiB: never beyond L2
+    figs = match_levels(
+        find_plateaus(sizes, [200.0] * 4 + [100.0] * 4), LEVELS, swept=(sizes[0], sizes[-1])
+    )
+    assert figs[2].gbs is None and figs[2].note.startswith("not measured")
+    assert figs[3].gbs is None and figs[3].note.startswith("not measured")
+
+
+def test_two_plateaus_for_one_level_keep_the_wider():
+    ps = [Plateau(0, 3, 4 * KIB, 8 * KIB, 300.0, 3), Plateau(3, 8, 12 * KIB, 40 * KIB, 200.0, 5)]
+    figs = match_levels(ps, LEVELS)
+    assert figs[0].gbs == 200.0 and "also 300 GB/s" in figs[0].note
+
+
+@pytest.mark.parametrize(
+    "sizes, gbs",
+    [([1, 2], [1.0]), ([2, 1], [1.0, 1.0]), ([1, 2], [1.0, -1.0]), ([1, 2], [1.0, math.nan])],
+)
+def test_bad_curves_are_rejected(sizes, gbs):
+    with pytest.raises(ValueError):
+        find_plateaus(sizes, gbs)
+
+
+# ------------------------------------------------------------------ kernels vs twins
+def naive_chain(x, reps, a, c, chain):
+    x = list(x)
+    for _ in range(reps):
+        for i in range(len(x)):
+            for _ in range(chain):
+                x[i] = x[i] * a + c
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["fma4", "fma8", "mul_add4", "mul_add8", "scalar8"])
+def test_compute_kernels_match_twin(name, dtype):
+    # 0.5 * b + 0.5 from b = 0.25 stays exactly representable for these few steps, so
+    # fused and unfused arithmetic agree exactly
+    fn, per, vector = K.COMPUTE_KERNELS[name]
+    n, reps = (37 if vector else 8), 2
+    x = np.full(n, 0.25, dtype=dtype)
+    fn(x, reps, dtype(0.5), dtype(0.5))
+    chain = per // 2 if vector else 1
+    expect = naive_chain(np.full(n, 0.25), reps, 0.5, 0.5, chain)
+    np.testing.assert_array_equal(x, np.array(expect, dtype=dtype))
+    # flops counted: one multiply and one add per chain step
+    assert K.compute_flops(name, n, reps) == 2 * chain * (n if vector else 8) * reps
+
+
+def test_bandwidth_kernels_match_twin():
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 100, 67).astype(float)
+    assert K.read(a, 3) == 3 * sum(a.tolist())
+    w = np.zeros(67)
+    K.write(w, 3, 1.0)
+    assert (w == 1.0 + 2).all()  # the last pass writes v + 2
+    b, c = rng.integers(0, 100, 67).astype(float), np.zeros(67)
+    K.copy(b, c, 1)
+    np.testing.assert_array_equal(c, b)
+    t = np.zeros(67)
+    K.triad(t, b, a, 2, 0.5)
+    np.testing.assert_array_equal(t, [x + 0.5 * y for x, y in zip(b, a, strict=True)])
+    assert K.bandwidth_bytes("copy", 67, 3) == 67 * 3 * (8 + 8)
+    with pytest.raises(ValueError, match="unknown bandwidth kernel"):
+        K.run_bandwidth("scale", [a], 1)
+
+
+HOST = read_host()
+X86_FMA = platform.machine() in ("x86_64", "AMD64") and "fma" in HOST.flags
+
+
+@pytest.mark.skipif(not X86_FMA, reason="instruction check for x86 hosts with FMA")
+def test_compiler_emits_what_the_figures_claim():
+    wide = "zmm" if "avx512f" in HOST.flags else "ymm"
+    fma = K.instruction_census("fma8")
+    assert any(k.startswith("vfmadd") and k.endswith("pd " + wide) for k in fma), fma
+    mul_add = K.instruction_census("mul_add8")
+    assert not any(k.startswith("vfmadd") for k in mul_add), mul_add
+    assert f"vmulpd {wide}" in mul_add and f"vaddpd {wide}" in mul_add
+    scalar = K.instruction_census("scalar8", np.float32)
+    assert scalar and all(
+        k.split()[0].endswith(("ss", "sd")) and k.endswith("xmm")
+        for k in scalar
+        if not k.startswith("store")
+    ), scalar
+    for kernel in K.BANDWIDTH_KERNELS:
+        census = K.instruction_census(kernel)
+        assert "call memcpy" not in census and not any("movnt" in k for k in census), census
+
+
+# ------------------------------------------------------------------ a tiny real run
+@pytest.fixture(scope="module")
+def tiny():
+    return measure_host("tiny", host=HOST)
+
+
+def test_tiny_measurement_structure(tiny):
+    m = tiny
+    counts = sorted({1, m.threads})
+    assert {(f.variant, f.precision, f.threads) for f in m.compute} == {
+        (v, p, t) for v in K.COMPUTE_VARIANTS for p in ("fp64", "fp32") for t in counts
+    }
+    assert all(f.gflops > 0 and f.kernel in K.COMPUTE_VARIANTS[f.variant] for f in m.compute)
+    names = [*HOST.machine.level_names, HOST.machine.memory_name]
+    for s in m.sweeps:
+        assert list(s.sizes) == sorted(set(s.sizes)) and all(g > 0 for g in s.gbs)
+        assert [f.name for f in s.levels] == names
+        for f in s.levels:
+            assert (f.gbs is None) == (f.plateau is None) and f.note
+
+
+def test_tiny_measurement_ordering(tiny):
+    """Relations that hold on any CPU, with tolerances for a shared, noisy machine.
+
+    FMA against no FMA: they may be equal (cores such as Zen 5 add on separate pipes),
+    and half-millisecond trials on a busy VM vary by up to ~30 %, so FMA must reach
+    0.6x the no-FMA rate. SIMD against scalar: even 128-bit SIMD doubles the double
+    rate, so FMA SIMD must beat scalar by 1.5x when the host has AVX2.
+    """
+    for prec in ("fp64", "fp32"):
+        fma, nofma, scalar = (tiny.figure(v, prec).gflops for v in ("fma", "no FMA", "scalar"))
+        assert fma >= 0.6 * nofma
+        if "avx2" in HOST.flags:
+            assert fma >= 1.5 * scalar and nofma >= 1.2 * scalar
+    for s in tiny.sweeps:
+        first, last = s.levels[0], s.levels[-1]
+        if first.gbs is not None and last.gbs is not None:
+            assert first.gbs > last.gbs
+
+
+def test_tiny_measurement_files_and_ert_round_trip(tiny):
+    text = files.measurement_toml(tiny)
+    machine = files.check_loads(text, "measured")
+    assert machine.measured["preset"] == "tiny" and machine.level_names == HOST.machine.level_names
+    assert machine.peak == round(tiny.figure("fma").gflops, 3)
+    assert "# measured " in text  # every figure says where it comes from
+    doc = json.loads(json.dumps(files.ert_document(tiny)))
+    again = files.check_loads(files.import_ert_toml(doc, machine), "imported")
+    assert again.peak == machine.peak and again.peaks == machine.peaks
+    assert [(c.name, c.value) for c in again.ceilings] == [
+        (c.name, c.value) for c in machine.ceilings
+    ]
+    assert again.all_bandwidths() == machine.all_bandwidths()
+
+
+# ------------------------------------------------------------------ files from a synthetic run
+def synthetic(fma=100.0, nofma=50.0, scalar=12.5, l2=None) -> Measurement:
+    """A Measurement built by hand (no timing), for the file writers."""
+    host = HOST
+    caps = tuple((lv.name, lv.size) for lv in host.machine.hierarchy.levels)
+    sizes, gbs = steps(values=(240.0, 170.0 if l2 is None else l2, 95.0, 38.0, 30.0)[:4])
+    ps = find_plateaus(sizes, gbs)
+    levels = match_levels(ps, caps, host.machine.memory_name)
+    compute = tuple(
+        ComputeFigure(v, p, t, val * (2 if p == "fp32" else 1) * t, "k")
+        for v, val in (("fma", fma), ("no FMA", nofma), ("scalar", scalar))
+        for p in ("fp64", "fp32")
+        for t in (1, 2)
+    )
+    sweep = Sweep(
+        "read", 1, tuple(int(s) for s in sizes), tuple(gbs), tuple(ps), tuple(levels), caps
+    )
+    sweep2 = Sweep("read", 2, sweep.sizes, sweep.gbs, sweep.plateaus, sweep.levels, caps)
+    return Measurement(
+        "2026-01-01T00:00:00Z",
+        PRESETS["tiny"],
+        host,
+        2,
+        compute,
+        (sweep, sweep2),
+        1.0,
+        None,
+        {"hroof": "test"},
+    )
+
+
+@pytest.mark.skipif(len(HOST.machine.level_names) != 3, reason="synthetic curve has 3 levels")
+def test_synthetic_files():
+    m = synthetic()
+    machine = files.check_loads(files.measurement_toml(m), "x")
+    assert machine.peak == 100.0 and machine.peaks["fp32"] == 200.0
+    assert [(c.name, c.value) for c in machine.ceilings] == [("no FMA", 50.0), ("scalar", 12.5)]
+    expect = [240.0, 170.0, 95.0, 38.0]
+    assert machine.all_bandwidths() == list(
+        zip([*machine.level_names, "DRAM"], expect, strict=True)
+    )
+    assert machine.measured["compute_gflops"]["fp64 fma, 2 threads"] == 200.0
+
+
+def test_a_ceiling_not_below_the_peak_is_kept_out_with_a_note():
+    m = synthetic(fma=100.0, nofma=104.0)
+    text = files.measurement_toml(m)
+    machine = files.check_loads(text, "x")
+    assert [c.name for c in machine.ceilings] == ["scalar"]
+    assert "'no FMA' measured 104 GFLOP/s, not below the peak 100" in text
+    assert machine.measured["compute_gflops"]["fp64 no FMA, 1 thread"] == 104.0
+
+
+@pytest.mark.skipif(len(HOST.machine.level_names) != 3, reason="synthetic curve has 3 levels")
+def test_unknown_level_is_a_comment_saying_why():
+    m = synthetic()
+    # replace L2's plateau by nothing
+    s = m.sweeps[0]
+    levels = tuple(
+        f if f.name != "L2" else type(f)("L2", None, None, "no clear plateau in x")
+        for f in s.levels
+    )
+    m = Measurement(
+        m.date,
+        m.settings,
+        m.host,
+        1,
+        m.compute,
+        (Sweep("read", 1, s.sizes, s.gbs, s.plateaus, levels, s.capacities),),
+        1.0,
+        None,
+    )
+    text = files.measurement_toml(m)
+    assert "# bandwidth = ...  # unknown: read kernel, 1 thread: no clear plateau in x" in text
+    assert files.check_loads(text, "x").bandwidth("L2") is None
+
+
+# ------------------------------------------------------------------ ERT import
+ONTO = """\
+[machine]
+name = "onto"
+[[level]]
+name = "L1d"
+size = "32 KiB"
+ways = 8
+[[level]]
+name = "L2u"
+size = "1 MiB"
+ways = 16
+[memory]
+name = "MEM"
+"""
+
+
+def ert(gflops, gbytes):
+    return {"empirical": {"gflops": {"data": gflops}, "gbytes": {"data": gbytes}}}
+
+
+@pytest.fixture
+def onto():
+    import tomllib
+
+    return machine_from_dict(tomllib.loads(ONTO), "onto")
+
+
+def test_import_by_order_and_by_name(onto):
+    doc = ert(
+        [["GFLOPs", 80.0], ["scalar GFLOPs", 10.0]], [["L1", 300.0], ["L2", 100.0], ["DRAM", 20.0]]
+    )
+    m = files.check_loads(files.import_ert_toml(doc, onto), "x")
+    assert m.peak == 80.0 and [(c.name, c.value) for c in m.ceilings] == [("scalar", 10.0)]
+    assert m.all_bandwidths() == [("L1d", 300.0), ("L2u", 100.0), ("MEM", 20.0)]
+    doc = ert([["FP64 GFLOPs", 80.0], ["FP32 GFLOPs", 160.0]], [["L2u", 100.0], ["MEM", 20.0]])
+    m = files.check_loads(files.import_ert_toml(doc, onto), "x")
+    assert m.peaks == {"fp64": 80.0, "fp32": 160.0}
+    assert m.all_bandwidths() == [("L1d", None), ("L2u", 100.0), ("MEM", 20.0)]
+
+
+@pytest.mark.parametrize(
+    "gflops, gbytes, match",
+    [
+        ([["GFLOPs", 80.0], ["turbo GFLOPs", 90.0]], [], "cannot map gflops entry 'turbo GFLOPs'"),
+        ([["scalar GFLOPs", 8.0]], [], "no 'GFLOPs'"),
+        (
+            [["GFLOPs", 8.0]],
+            [["L1", 3.0], ["L2", 2.0], ["L3", 1.5], ["DRAM", 1.0]],
+            "cannot map gbytes entries L1, L2, L3, DRAM onto onto's levels L1d, L2u, MEM",
+        ),
+        ([["GFLOPs", 8.0]], [["DRAM", 1.0], ["L1", 3.0]], "cannot map gbytes"),
+    ],
+)
+def test_import_errors(onto, gflops, gbytes, match):
+    with pytest.raises(ConfigError, match=match):
+        files.import_ert_toml(ert(gflops, gbytes), onto)
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("{not json", "is not JSON"),
+        ('{"empirical": {}}', "is not an ERT roofline.json"),
+        (
+            '{"empirical": {"gflops": {"data": [["GFLOPs", "x"]]}, "gbytes": {"data": []}}}',
+            "lists of \\[name, number\\]",
+        ),
+    ],
+)
+def test_read_ert_errors(tmp_path, content, match):
+    path = tmp_path / "roofline.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=match):
+        files.read_ert(path)
+    with pytest.raises(ConfigError, match="not found"):
+        files.read_ert(tmp_path / "missing.json")
+
+
+def test_sweep_sizes_are_capped_and_grained():
+    s = PRESETS["quick"]
+    sizes = sweep_sizes(s, 32 * MIB, 2, 3, available=64 * MIB)
+    assert sizes[-1] <= 16 * MIB and all(x % (512 * 3 * 2) == 0 for x in sizes)
+    assert sizes == sorted(set(sizes))
+    with pytest.raises(ConfigError, match="no room to measure"):
+        sweep_sizes(s, 32 * MIB, 2, 3, available=4096)
+
+
+# ------------------------------------------------------------------ command line
+def run_cli(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_measure_out_and_host(tmp_path, monkeypatch, capsys):
+    host_file = tmp_path / "cache" / "host.toml"
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(host_file))
+    out = tmp_path / "out"
+    code, text, err = run_cli(
+        ["machine", "measure", "--preset", "tiny", "--out", str(out), "-q"], capsys
+    )
+    assert code == 0, err
+    assert "compute (GFLOP/s)" in text and "bandwidth plateaus" in text
+    for name in (
+        "machine.toml",
+        "roofline.json",
+        "sweep.csv",
+        "bandwidth.png",
+        "bandwidth.svg",
+        "report.html",
+    ):
+        assert (out / name).stat().st_size > 0
+    assert not list(out.glob(".*"))  # no temporary file left behind
+    assert host_file.read_text() == (out / "machine.toml").read_text()
+    host = load_machine("host")
+    assert host.peak is not None and host.measured["preset"] == "tiny"
+    code, text, err = run_cli(["machine", "show", "host"], capsys)
+    assert code == 0 and "measured" in text
+    # import the ERT file back onto the measured host: the same figures
+    code, text, err = run_cli(
+        [
+            "machine",
+            "import-ert",
+            str(out / "roofline.json"),
+            "--onto",
+            "host",
+            "--out",
+            str(tmp_path / "ert.toml"),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    again = load_machine(str(tmp_path / "ert.toml"))
+    assert again.peak == host.peak and again.all_bandwidths() == host.all_bandwidths()
+    assert [(c.name, c.value) for c in again.ceilings] == [(c.name, c.value) for c in host.ceilings]
+
+
+def test_cli_measure_out_is_a_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(tmp_path / "host.toml"))
+    (tmp_path / "f").write_text("x")
+    code, out, err = run_cli(
+        ["machine", "measure", "--preset", "tiny", "--out", str(tmp_path / "f")], capsys
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("hroof: error: --out") and "not a directory" in err
+    assert not (tmp_path / "host.toml").exists()
+
+
+def test_cli_import_errors(tmp_path, capsys):
+    bad = tmp_path / "roofline.json"
+    bad.write_text("{oops")
+    for args in (
+        [str(bad), "--onto", "skylake-sp"],
+        [str(tmp_path / "missing.json"), "--onto", "skylake-sp"],
+        [str(bad), "--onto", "skylake-sp", "--out", str(tmp_path)],
+    ):
+        code, out, err = run_cli(["machine", "import-ert", *args], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_cli_import_error_in_a_subprocess(tmp_path):
+    bad = tmp_path / "roofline.json"
+    bad.write_text(
+        '{"empirical": {"gflops": {"data": [["warp GFLOPs", 1]]}, "gbytes": {"data": []}}}'
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hroof",
+            "machine",
+            "import-ert",
+            str(bad),
+            "--onto",
+            "skylake-sp",
+            "--out",
+            str(tmp_path / "x.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("hroof: error:") and proc.stderr.count("\n") == 1
+    assert "cannot map gflops entry 'warp GFLOPs'" in proc.stderr
+    assert not (tmp_path / "x.toml").exists()
