@@ -362,6 +362,10 @@ def format_machine(machine: hroof.roofline.Machine | HierarchyConfig) -> str:
             parts.append(f"constant {e.constant_w:g} W")
         items.append(("energy", ", ".join(parts) or "table present, no figures"))
     for key, value in machine.measured.items():
+        if isinstance(value, dict):
+            value = f"{len(value)} entries (see the file)"
+        elif isinstance(value, list):
+            value = "; ".join(map(str, value))
         items.append((f"measured {key}", str(value)))
     head = _header_block(items, REPORT_WIDTH)
     ceilings = [*machine.ceilings, *machine.bandwidth_ceilings]

@@ -332,7 +332,8 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     assert "between n=128 and n=256" in rows["L2"] and rows["L2"].split()[-1] == "179"
     page = (out_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 3
-    for caption in ("Hierarchical (left) and cache-aware (right)", "Locality walls"):
+    for caption in ("Hierarchical (left) and cache-aware (right)", "Locality walls",
+                    "What to optimise next"):  # fmt: skip
         assert caption in page
     for name in ("roofline", "ai_vs_size", "traffic"):
         assert (out_dir / f"{name}.png").stat().st_size > 10_000

@@ -221,6 +221,29 @@ def _measured_cells(point: SweepPoint, machine: Machine) -> list[str]:
             f"{c.ratio:.2f}" if c else "-", c.verdict if c else "-"]  # fmt: skip
 
 
+def _guidance_html(points: list[SweepPoint], machine: Machine, param: str) -> list[str]:
+    """'What to optimise next' for the largest point, when the machine has every figure."""
+    from hroof.roofline.guidance import guidance
+
+    last = points[-1]
+    res = last.result
+    if machine.missing() or res.flops is None or not all(lv.bytes for lv in res.levels):
+        return []
+    if not res.memory.bytes:
+        return []
+    lines = guidance(res, machine).lines()
+    items = "".join(f"<li>{html.escape(ln.strip().lstrip('-').strip())}</li>" for ln in lines[1:]
+                    if ln.startswith("  "))  # fmt: skip
+    return [
+        f"<h2>What to optimise next ({html.escape(param)}={last.params[param]})</h2>",
+        f"<p>{html.escape(lines[0])} The ceilings of the machine file, and the traffic "
+        "into the binding level by cause, ranked by what each would gain (the lecture's "
+        "three strategies: in-core, bandwidth, data movement); the last ones listed do not "
+        "matter at this arithmetic intensity.</p>",
+        f"<ul>{items}</ul>",
+    ]
+
+
 def _html(title, machine, points, walls, param, embedded, summary) -> str:
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
     measured = any(p.measured for p in points)
@@ -263,6 +286,7 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
         )
     parts += ["<h2>Locality walls</h2>",
               _table_html(wall_rows) if walls else "<p>No wall in this range.</p>"]  # fmt: skip
+    parts += _guidance_html(points, machine, param)
     for name, data in embedded:
         parts += [f"<h2>{name.replace('_', ' ')}</h2>",
                   f"<p>{html.escape(_CAPTIONS.get(name, ''))}</p>",
