@@ -24,7 +24,7 @@ from hroof.roofline.energy_plots import (
     plot_energy_breakdown,
     plot_power,
 )
-from hroof.roofline.sweep import expand_grid, find_walls, run_sweep
+from hroof.roofline.sweep import Wall, expand_grid, find_walls, run_sweep
 from hroof.runs import simulate_kernel
 
 # A made-up machine with round numbers (every figure invented for the test):
@@ -431,10 +431,24 @@ def test_plot_breakdown(toy, sweep):
                       "constant (2 W x time)"]  # fmt: skip
     assert "not charged, no energy per byte: L2" in ax.get_title()
     # the stacked heights are the estimates' energies per flop
-    tops = [float(t) for t in _texts(ax) if not t.endswith("wall")]
+    tops = [float(t) for t in _texts(ax) if "wall" not in t]
     est = [run_energy(p.result, toy).pj_per_flop for p in sweep]
     assert tops == pytest.approx(est, rel=2e-3)
-    assert sum(t.endswith("wall") for t in _texts(ax)) == len(walls)
+    gaps = {(w.before, w.after) for w in walls}
+    assert sum("wall" in t for t in _texts(ax)) == len(gaps)
+
+
+def test_plot_breakdown_names_walls_in_the_same_gap_once(toy, sweep):
+    """Two levels overflowing between the same two sizes get one label naming both, not two
+    labels printed over each other."""
+
+    def wall(level, before, after):
+        return Wall(level, "n", before, after, 1.0, 2.0, 0, 0, None)
+
+    walls = [wall("L1", 4, 8), wall("L1", 8, 16), wall("L2", 8, 16)]
+    fig = plot_energy_breakdown(sweep, toy, "n", walls=walls)
+    labels = [t for t in _texts(fig.axes[0]) if "wall" in t]
+    assert labels == ["L1 wall", "L1, L2 walls"]
 
 
 def test_locality_walls_are_energy_walls(toy, sweep):

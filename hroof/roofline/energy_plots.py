@@ -34,6 +34,10 @@ from hroof.roofline.sweep import SweepPoint, Wall
 
 FLOP_COLOUR = "#F0E442"  # Okabe-Ito yellow: no level uses it
 CONSTANT_COLOUR = "#BBBBBB"  # light grey, hatched
+#: Behind a label drawn inside the axes: the lines crossing it stay visible but do not strike
+#: through the text.
+_LABEL_BOX = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none",
+              "alpha": 0.75}  # fmt: skip
 
 
 def _model(machine: Machine | EnergyModel, command: str) -> EnergyModel:
@@ -253,13 +257,17 @@ def plot_energy_breakdown(
     for j, total in enumerate(bottom):
         ax.text(j, total, f"{total:.3g}", ha="center", va="bottom", fontsize=7)
     order = [str(p.params[param]) for p in pts]
+    gaps: dict[float, list[str]] = {}  # several levels can hit their walls in the same gap
     for w in walls:
         if str(w.before) in order and str(w.after) in order:
             mid = (order.index(str(w.before)) + order.index(str(w.after))) / 2
-            ax.axvline(mid, color="grey", ls=":", lw=1)
-            ax.annotate(f"{w.level} wall", (mid, 1), xycoords=("data", "axes fraction"),
-                        xytext=(0, -4), textcoords="offset points", ha="center", va="top",
-                        fontsize=7)  # fmt: skip
+            gaps.setdefault(mid, []).append(w.level)
+    for mid, levels in gaps.items():
+        ax.axvline(mid, color="grey", ls=":", lw=1)
+        text = f"{', '.join(levels)} wall{'s' if len(levels) > 1 else ''}"
+        ax.annotate(text, (mid, 1), xycoords=("data", "axes fraction"), xytext=(0, -4),
+                    textcoords="offset points", ha="center", va="top", fontsize=7,
+                    bbox=_LABEL_BOX)  # fmt: skip
     ax.set_xticks(xs, order)
     ax.set_xlabel(param)
     ax.set_ylabel("energy per flop (pJ/FLOP)")
