@@ -410,6 +410,34 @@ def test_plot_power(toy):
     assert "energy ridge" not in t
 
 
+def _axes_y(ax, text):
+    return ax.transAxes.inverted().transform(ax.transData.transform(text.get_position()))[1]
+
+
+def test_plot_labels_stay_legible():
+    """Lines cross the labels behind a white box, not through the text; ceilings whose curves
+    end close together (the power plot's lower ceilings) get labels that do not overlap."""
+    from hroof.roofline.machine import Ceiling
+
+    m = EnergyModel("m", 20.0, 20.0, 0.2, (LevelCost("DRAM", 10.0, 60.0),),
+                    ceilings=(Ceiling("scalar", 2.5), Ceiling("no ILP", 1.25)))  # fmt: skip
+    for plot in (plot_power, plot_efficiency):
+        ax = plot(m).axes[0]
+        labels = {t.get_text(): t for t in ax.texts}
+        assert all(t.get_bbox_patch() is not None for t in labels.values())
+        a, b = labels["scalar (2.5 GFLOP/s)"], labels["no ILP (1.25 GFLOP/s)"]
+        assert abs(_axes_y(ax, a) - _axes_y(ax, b)) >= 0.04 - 1e-9, plot.__name__
+
+
+def test_plot_sweep_labels_do_not_pile_up(toy, sweep):
+    """A sweep's points labelled by their parameter: labels of points that would overlap
+    are left out (the first one of a cluster is kept)."""
+    ax = plot_power(toy, sweep + sweep, param="n").axes[0]  # every point twice
+    points = [t for t in ax.texts if t.get_text().startswith("n=")]
+    assert [t.get_text() for t in points] == [f"n={p.params['n']}" for p in sweep][: len(points)]
+    assert 1 <= len(points) <= len(sweep)
+
+
 def test_plot_energy_two_panels(toy):
     result = simulate_kernel("stencil7", toy.hierarchy, n=8)
     fig = plot_energy(result, toy, title="stencil7 n=8")

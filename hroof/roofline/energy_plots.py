@@ -82,15 +82,58 @@ def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
         ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
         ax.annotate(text + " FLOP/B", (x, 0.02 + 0.29 * i), xycoords=("data", "axes fraction"),
                     xytext=(3, 0), textcoords="offset points", rotation=90, fontsize=7,
-                    color="tab:red", va="bottom", ha="left")  # fmt: skip
+                    color="tab:red", va="bottom", ha="left", bbox=_LABEL_BOX)  # fmt: skip
 
 
 def _ceiling_label(c) -> str:
     return f"{c.name} ({c.value:g} {c.unit})"
 
 
-def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
-    """The curves of ``what`` ("efficiency" or "power"), ceilings and the runs' dots."""
+def _axes_xy(ax, t) -> tuple[float, float]:
+    """Where text ``t`` (placed in data coordinates; an annotation: its point) sits, in axes
+    fraction."""
+    xy = t.xy if hasattr(t, "xy") else t.get_position()
+    return tuple(ax.transAxes.inverted().transform(ax.transData.transform(xy)))
+
+
+def _unstack(ax, texts, gap: float = 0.04) -> None:
+    """Move labels down so that no two are closer than ``gap`` (axes fraction) vertically.
+
+    The compute ceilings' labels sit at the right end of their curves, which can end close
+    together (the power plot's lower ceilings). Call once the axes' limits are final.
+    """
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits before converting
+    placed: list[float] = []
+    for t in sorted(texts, key=lambda t: -_axes_xy(ax, t)[1]):
+        fx, fy = _axes_xy(ax, t)
+        if placed and placed[-1] - fy < gap:
+            fy = placed[-1] - gap
+            xy = ax.transData.inverted().transform(ax.transAxes.transform((fx, fy)))
+            t.set_position((float(xy[0]), float(xy[1])))
+        placed.append(fy)
+
+
+def _thin(ax, texts, dx: float = 0.05, dy: float = 0.03) -> None:
+    """Drop labels of a sweep's points that would overlap one already kept (axes fraction).
+
+    Call once the axes' limits are final.
+    """
+    ax.get_xlim(), ax.get_ylim()
+    kept: list[tuple[float, float]] = []
+    for t in texts:
+        fx, fy = _axes_xy(ax, t)
+        if any(abs(fx - kx) < dx and abs(fy - ky) < dy for kx, ky in kept):
+            t.remove()
+        else:
+            kept.append((fx, fy))
+
+
+def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> tuple[list, list]:
+    """The curves of ``what`` ("efficiency" or "power"), ceilings and the runs' dots.
+
+    Returns the compute ceilings' labels and the sweep points' labels (to place once the
+    axes' limits are final: :func:`_unstack`, :func:`_thin`).
+    """
     results = _results(runs)
     xlim = _xlim(model, results)
     x = np.geomspace(*xlim, 400)
@@ -101,12 +144,13 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
         ax.plot(x, curve(x, name), color=_colour(i, n), lw=1.6,
                 label=f"{name} ({lv.byte_pj:g} pJ/B, {lv.bandwidth:g} GB/s)")  # fmt: skip
     mem = model.memory.name
+    labels = []
     for c in model.ceilings:
         low = model.with_peak(c.value)
         y = getattr(low, what)(x, mem)
         ax.plot(x, y, color="grey", lw=1.0, ls="--")
-        ax.text(x[-1], y[-1], _ceiling_label(c), fontsize=7, color="dimgrey", ha="right",
-                va="bottom")  # fmt: skip
+        labels.append(ax.text(x[-1], y[-1], _ceiling_label(c), fontsize=7, color="dimgrey",
+                              ha="right", va="bottom", bbox=_LABEL_BOX))  # fmt: skip
     for c in model.bandwidth_ceilings:
         if c.level != mem:
             continue  # the caches' ceilings would bury their curves; memory's is the one drawn
@@ -114,8 +158,9 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
         y = getattr(low, what)(x, mem)
         ax.plot(x, y, color="grey", lw=1.0, ls="-.")
         ax.text(x[0], y[0], f"{mem} {c.name} ({c.value:g} GB/s)", fontsize=7, color="dimgrey",
-                ha="left", va="top")  # fmt: skip
+                ha="left", va="top", bbox=_LABEL_BOX)  # fmt: skip
     unit = "GFLOP/J" if what == "efficiency" else "W"
+    points = []
     for k, (run, r) in enumerate(zip(runs, results, strict=True)):
         est = model.estimate(r.flops, level_bytes(r)) if r.flops else None
         ais = _run_ais(r)
@@ -131,11 +176,12 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
                     label="the run, all levels charged" if k == 0 else None)  # fmt: skip
         if total and xs and len(results) == 1:
             ax.annotate(f"run: {total:.3g} {unit}", (max(xs), total), xytext=(6, -10),
-                        textcoords="offset points", fontsize=7)  # fmt: skip
+                        textcoords="offset points", fontsize=7, bbox=_LABEL_BOX)  # fmt: skip
         elif xs and param and isinstance(run, SweepPoint):
             last = [name for _, name in _charged(model) if name in ais][-1]
-            ax.annotate(f"{param}={run.params[param]}", (ais[last], curve(ais[last], last)),
-                        xytext=(6, -10), textcoords="offset points", fontsize=6)  # fmt: skip
+            points.append(ax.annotate(f"{param}={run.params[param]}",
+                                      (ais[last], curve(ais[last], last)), xytext=(6, -10),
+                                      textcoords="offset points", fontsize=6))  # fmt: skip
     if any(_run_ais(r) for r in results):
         ax.plot([], [], "o", color="white", mec="black", mew=0.6, ms=7,
                 label="a run: each level's AI, on its curve")  # fmt: skip
@@ -143,6 +189,7 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.grid(True, which="major", alpha=0.3)
+    return labels, points
 
 
 def plot_efficiency(
@@ -161,14 +208,16 @@ def plot_efficiency(
     model = _model(machine, "an energy-efficiency plot")
     if ax is None:
         ax = _figure(9, 5).subplots()
-    _draw(ax, model, runs, "efficiency", param)
+    ceiling_labels, point_labels = _draw(ax, model, runs, "efficiency", param)
     top = model.max_efficiency
     ax.axhline(top, color="black", ls=":", lw=0.9)
     ax.annotate(f"max {top:.3g} GFLOP/J (no traffic)", (0.01, top),
                 xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
-                fontsize=7, va="bottom")  # fmt: skip
+                fontsize=7, va="bottom", bbox=_LABEL_BOX)  # fmt: skip
     _marks(ax, model)
     ax.set_yscale("log")
+    _unstack(ax, ceiling_labels)
+    _thin(ax, point_labels)
     ax.set_ylabel("energy efficiency (GFLOP/J)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
@@ -187,13 +236,15 @@ def plot_power(
     model = _model(machine, "a power plot")
     if ax is None:
         ax = _figure(9, 5).subplots()
-    _draw(ax, model, runs, "power", param)
+    ceiling_labels, point_labels = _draw(ax, model, runs, "power", param)
     ax.axhline(model.constant_w, color="black", ls=":", lw=0.9)
     ax.annotate(f"constant power {model.constant_w:g} W", (0.01, model.constant_w),
                 xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
-                fontsize=7, va="bottom")  # fmt: skip
+                fontsize=7, va="bottom", bbox=_LABEL_BOX)  # fmt: skip
     _marks(ax, model, energy=False)
     ax.set_ylim(bottom=0)
+    _unstack(ax, ceiling_labels)
+    _thin(ax, point_labels)
     ax.set_ylabel("power (W)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
