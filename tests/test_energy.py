@@ -200,6 +200,26 @@ def test_the_arch_bends_smoothly_where_the_time_roofline_has_a_corner():
     assert slope(m.performance, ridge * (1 + h), ridge * (1 + 2 * h)) == pytest.approx(0.0)
 
 
+def test_constant_power_puts_a_corner_back_at_the_time_ridge():
+    """With constant power the arch's log-log slope drops at the time ridge by the constant
+    energy's share of the energy per flop there (docs/energy.md quotes it per preset)."""
+
+    def slopes(m):
+        r, h = m.time_balance(), 1e-6
+
+        def slope(a, b):
+            return (math.log(m.efficiency(b)) - math.log(m.efficiency(a))) / math.log(b / a)
+
+        return slope(r * (1 - 2 * h), r * (1 - h)), slope(r * (1 + h), r * (1 + 2 * h))
+
+    for name, quoted in (("i7-950", (0.8, 0.11)), ("gtx580", (0.84, 0.38))):
+        m = energy_model(load_machine(name))
+        left, right = slopes(m)
+        share = m.constant_pj_per_flop / m.pj_per_flop(m.time_balance())
+        assert left - right == pytest.approx(share, rel=1e-3)
+        assert (round(left, 2), round(right, 2)) == pytest.approx(quoted, abs=0.006)
+
+
 def test_power_peaks_at_the_time_ridge(model):
     # at the ridge (2 FLOP/B): 100 + 200 + 200 pJ a flop at 10 GFLOP/s = 5 W
     assert model.power_peak() == pytest.approx(5.0)
