@@ -570,6 +570,24 @@ def test_cli_sweep(capsys, toy_path, tmp_path, monkeypatch):
     assert "GFLOP/J" in out and "pJ/FLOP" in out and "not charged: L2" in out
 
 
+def test_cli_says_when_the_flops_are_not_at_the_machines_precision(capsys, toy_path, tmp_path):
+    """flop_pj and the peak are at the machine's precision; a kernel in another one is
+    charged them unscaled, and the output says so (an fp32 machine file too)."""
+    code, out, _ = run(capsys, "energy", "triad", "n=512", "--machine", toy_path, "-q")
+    assert code == 0 and "100 pJ/flop (fp64)" in out and "precision:" not in out
+    code, out, _ = run(capsys, "energy", "triad", "n=512", "dtype=float32", "--machine",
+                       toy_path, "-q")  # fmt: skip
+    assert code == 0
+    note = next(line for line in out.splitlines() if line.startswith("precision:"))
+    assert "fp32" in note and "machine's fp64 figures" in note
+    fp32 = tmp_path / "fp32.toml"
+    fp32.write_text(TOY.replace("peak = 10.0\n", 'peak = 10.0\nprecision = "fp32"\n'))
+    code, out, _ = run(capsys, "energy", "triad", "n=512", "--machine", fp32, "--json", "-q")
+    assert json.loads(out)["model"]["precision"] == "fp32"
+    code, out, _ = run(capsys, "energy", "triad", "n=512", "--machine", fp32, "-q")
+    assert "flops are fp64 but flop_pj and the peak are the machine's fp32 figures" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [

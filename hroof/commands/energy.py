@@ -125,12 +125,22 @@ def _si(x: float | None, unit: str) -> str:
 
 def _machine_line(model) -> str:
     per_byte = ", ".join(f"{lv.name} {lv.byte_pj:g}" for lv in model.levels if lv.byte_pj)
-    text = f"{model.flop_pj:g} pJ/flop, {model.constant_w:g} W constant, pJ/byte: {per_byte}"
+    text = (f"{model.flop_pj:g} pJ/flop ({model.precision}), {model.constant_w:g} W constant, "
+            f"pJ/byte: {per_byte}")  # fmt: skip
     return text + (f"\n({model.source})" if model.source else "")
 
 
-def _notes(model, estimates) -> list[str]:
+def _notes(model, estimates, results=()) -> list[str]:
+    from hroof.roofline.energy import precision_mismatch
+
     out = []
+    other = sorted({p for r in results if (p := precision_mismatch(r, model))})
+    if other:
+        out.append(
+            f"precision: the kernel's flops are {', '.join(other)} but flop_pj and the peak "
+            f"are the machine's {model.precision} figures, not rescaled: the flops' energy "
+            f"and time are those of {model.precision} flops"
+        )
     uncharged = sorted({n for e in estimates for n in e.uncharged}, key=model.level_names.index)
     untimed = sorted({n for e in estimates for n in e.untimed}, key=model.level_names.index)
     if uncharged:
@@ -193,7 +203,7 @@ def format_energy(result, model, estimate, *, width: int) -> str:
         ],
         width,
     )  # fmt: skip
-    lines += _notes(model, [estimate])
+    lines += _notes(model, [estimate], [result])
     return "\n".join(lines)
 
 
@@ -227,7 +237,7 @@ def format_energy_sweep(points, model, estimates, vary) -> str:
                           _width())  # fmt: skip
     lines.append("")
     lines += _table(cols, rows)
-    lines += _notes(model, estimates)
+    lines += _notes(model, estimates, [p.result for p in points])
     return "\n".join(lines)
 
 

@@ -122,6 +122,10 @@ class EnergyModel:
         Bandwidth ceilings under the levels' roofs (GB/s; ``level`` names the level).
     source : str or None
         Where the energy figures come from (the ``[energy] source`` text).
+    precision : str
+        The precision of ``peak`` and ``flop_pj`` (the machine file's ``[compute]
+        precision``, fp64 unless it says otherwise). Flops in another precision are
+        charged these figures all the same: see :func:`precision_mismatch`.
 
     Examples
     --------
@@ -147,6 +151,7 @@ class EnergyModel:
     ceilings: tuple[Ceiling, ...] = ()
     bandwidth_ceilings: tuple[Ceiling, ...] = ()
     source: str | None = None
+    precision: str = "fp64"
 
     def __post_init__(self):
         for what, value in (("peak", self.peak), ("flop_pj", self.flop_pj)):
@@ -379,7 +384,26 @@ class EnergyModel:
                 for c in self.bandwidth_ceilings
             ],
             "source": self.source,
+            "precision": self.precision,
         }
+
+
+#: A kernel's ``dtype`` parameter -> the precision of its flops.
+DTYPE_PRECISIONS = {"float64": "fp64", "float32": "fp32"}
+
+
+def precision_mismatch(result: SimResult, model: EnergyModel) -> str | None:
+    """The precision of a kernel run's flops when it is not the model's, else None.
+
+    A kernel declares its element type with its ``dtype`` parameter (float64 unless
+    given); ``flop_pj`` and the peak are figures at the machine's precision, and hroof
+    does not rescale them (no per-precision energy is in the machine file), so a float32
+    run on an fp64 machine is charged fp64 flops. Runs without a ``dtype`` (a trace)
+    give None.
+    """
+    params = (result.source or {}).get("params") or {}
+    precision = DTYPE_PRECISIONS.get(params.get("dtype"))
+    return precision if precision and precision != model.precision else None
 
 
 def _ai_array(ai) -> np.ndarray:
@@ -595,6 +619,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
         ceilings=tuple(c for c in machine.ceilings if c.level is None),
         bandwidth_ceilings=tuple(machine.bandwidth_ceilings),
         source=getattr(energy, "source", None),
+        precision=getattr(machine, "precision", "fp64"),
     )
 
 
@@ -641,5 +666,6 @@ __all__ = [
     "energy_model",
     "level_bytes",
     "missing_energy",
+    "precision_mismatch",
     "run_energy",
 ]
