@@ -617,3 +617,12 @@ def test_cli_help(capsys):
     assert code == 0
     for word in ("flop_pj", "constant_w", "byte_pj", "--plot", "--out", "Choi"):
         assert word in out
+    # the machines it names exist, with the energy figures it says they have
+    from hroof.cachesim.config import DEFAULT_MACHINE
+
+    flat = " ".join(out.split())
+    assert f"(default: {DEFAULT_MACHINE}, which has none)" in flat
+    with pytest.raises(ConfigError, match=r"\[energy\]"):
+        energy_model(load_machine(DEFAULT_MACHINE))
+    for name in ("i7-950", "gtx580"):
+        assert name in flat and energy_model(load_machine(name))

@@ -68,11 +68,13 @@ def register(sub, machine_sub) -> None:
         metavar="KEY=VALUE",
         help="the kernel's parameters; a list or range (n=16..256:x2) makes a sweep",
     )
+    from hroof.cachesim.config import DEFAULT_MACHINE
+
     p.add_argument(
         "--machine",
         metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file with an "
-        "[energy] table (default: the bundled 'default', which has none)",
+        help="a bundled machine with an [energy] table (i7-950, gtx580) or a machine TOML "
+        f"file with one (default: {DEFAULT_MACHINE}, which has none)",
     )
     p.add_argument(
         "--plot",
