@@ -570,6 +570,19 @@ def test_cli_sweep(capsys, toy_path, tmp_path, monkeypatch):
     assert "GFLOP/J" in out and "pJ/FLOP" in out and "not charged: L2" in out
 
 
+def test_cli_sweep_of_a_kernel_without_flops(capsys, toy_path, tmp_path, monkeypatch):
+    """copy does no flops: its energy and power are still estimated and plotted; only the
+    breakdown (pJ per flop) is left out, and the output says why."""
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+    out_dir = tmp_path / "out"
+    code, out, err = run(capsys, "energy", "copy", "n=256,512", "--machine", toy_path,
+                         "--out", out_dir, "--workers", 1, "-q")  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "efficiency.png", "energy.json", "power.png"]  # fmt: skip
+    assert "breakdown.png not drawn: the run at n=256 does no flops" in out
+
+
 def test_cli_says_when_the_flops_are_not_at_the_machines_precision(capsys, toy_path, tmp_path):
     """flop_pj and the peak are at the machine's precision; a kernel in another one is
     charged them unscaled, and the output says so (an fp32 machine file too)."""

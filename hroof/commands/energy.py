@@ -328,21 +328,29 @@ def cmd_energy(args: argparse.Namespace) -> int:
                     "result": p.result.to_dict(), "energy": e.to_dict()}
                    for p, e in zip(points, estimates, strict=True)],
     }  # fmt: skip
-    written = []
+    written, skipped = [], []
     if args.out:
-        written = _sweep_outputs(Path(args.out), points, model, vary, doc)
+        written = _sweep_outputs(Path(args.out), points, model, vary, doc, skipped)
     if args.json:
         _emit(json.dumps(doc, indent=1))
     else:
         text = format_energy_sweep(points, model, estimates, vary)
         if written:
             text += "\n\nwrote " + ", ".join(str(p) for p in written)
+        text += "".join("\n" + line for line in skipped)
         _emit(text)
     return 0
 
 
-def _sweep_outputs(out: Path, points, model, vary, doc) -> list[Path]:
-    """energy.json, efficiency.png, power.png and (one varying integer) breakdown.png."""
+def _assignments_of(point, vary) -> str:
+    return " ".join(f"{k}={point.params[k]}" for k in vary)
+
+
+def _sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> list[Path]:
+    """energy.json, efficiency.png, power.png and (one varying integer) breakdown.png.
+
+    A figure left out is explained by a line appended to ``skipped``.
+    """
     from hroof.cli import _write_atomic
     from hroof.roofline.energy_plots import plot_efficiency, plot_energy_breakdown, plot_power
     from hroof.roofline.sweep import find_walls
@@ -350,7 +358,14 @@ def _sweep_outputs(out: Path, points, model, vary, doc) -> list[Path]:
     param = vary[0] if len(vary) == 1 else None
     figures = [("efficiency.png", plot_efficiency(model, points, param=param)),
                ("power.png", plot_power(model, points, param=param))]  # fmt: skip
-    if len(vary) == 1 and all(isinstance(p.params[vary[0]], int) for p in points):
+    flopless = [p for p in points if not p.result.flops]
+    if flopless:  # energy per flop has no meaning there; the J and W are still printed
+        p = flopless[0]
+        skipped.append(
+            f"breakdown.png not drawn: the run at {_assignments_of(p, vary)} does no flops "
+            "(the breakdown is in pJ per flop)"
+        )
+    elif len(vary) == 1 and all(isinstance(p.params[vary[0]], int) for p in points):
         walls = find_walls(points, vary[0])
         figures.append(
             ("breakdown.png", plot_energy_breakdown(points, model, vary[0], walls=walls))
