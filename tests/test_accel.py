@@ -431,6 +431,19 @@ def test_cli_gemm(capsys, tmp_path):
     assert len([ln for ln in out.splitlines() if ln.startswith("4096 ")]) == 3
 
 
+def test_gemm_help_examples_say_what_the_command_prints(capsys):
+    code, text, _ = run(capsys, "gemm", "--help")
+    assert code == 0
+    claims = [ln.split("  ") for ln in text.splitlines() if " blocks: " in ln]
+    assert len(claims) >= 2
+    for parts in claims:
+        argv = parts[1].split()[1:]  # drop "hroof"
+        blocks, klass = next(p for p in parts if " blocks: " in p).strip().split(" blocks: ")
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert f"thread blocks  {int(blocks):,} " in out and f"class          {klass}" in out
+
+
 def test_cli_network(capsys, tmp_path):
     code, out, err = run(capsys, "network", "vgg16", "--machine", "gtx1080ti")
     assert code == 0, err
