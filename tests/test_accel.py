@@ -228,6 +228,10 @@ def test_mobilenet_counts():
     cs = network.layer_costs(network.mobilenet_v1())
     assert round(sum(c.macs for c in cs) / 1e6) == 569  # the paper: 569 M mult-adds
     assert round(sum(c.params for c in cs) / 1e6, 1) == 4.2  # the paper: 4.2 M
+    # Keras's MobileNet: 4,231,976 trainable parameters, 21,888 of them batch-norm scales
+    # and shifts (2 per channel of the 27 convolutions), which hroof does not count.
+    bn = 2 * sum(c.out_shape[0] for c in cs if c.type in ("conv", "dwconv", "pwconv"))
+    assert bn == 21_888 and sum(c.params for c in cs) == 4_231_976 - bn
     assert cs[0].out_shape == (32, 112, 112) and cs[-2].out_shape == (1024, 1, 1)
 
 
