@@ -396,10 +396,34 @@ def test_plots_under_agg(v100, gtx):
     assert any("HBM2 900 GB/s" in t and "138.9" in t for t in texts)
     assert any("L2 3100 GB/s" in t for t in texts)
     assert any("peak 125000 GFLOP/s (fp16)" in t for t in texts)
-    assert "4096x16x4096" in texts and "4096x4096x4096" in texts
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "compute-bound" in legend and any("latency" in t for t in legend)
+    # a family is labelled by the varied dimension, the fixed ones are in the title
+    assert "n=16" in texts and "n=4096" in texts and "4096xNx4096" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "compute-bound" in labels and any("latency" in t for t in labels)
     assert "FLOP/byte" in ax.get_xlabel() and "GFLOP/s" in ax.get_ylabel()
+    # a shape bound by its tiled traffic also shows that AI, on the L2 roof that binds
+    assert "tiled AI on the L2 roof (binds)" in labels
+    l2_bound = [a for a in fam if a.binding == "L2"]
+    assert l2_bound
+    hollow = [
+        (line.get_xdata()[0], line.get_ydata()[0])
+        for line in ax.lines
+        if line.get_markerfacecolor() == "none"
+    ]
+    for a in l2_bound:
+        x = a.level("L2").ai
+        assert (x, a.attainable) in hollow and a.attainable == pytest.approx(x * 3100)
+    # the roofs' labels run along their lines (a horizontal one is crossed by the roofs)
+    fig = ax.figure
+    fig.canvas.draw()
+    for t in ax.texts:
+        if "GB/s" not in t.get_text():
+            continue
+        x, y = t.get_position()
+        (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (10 * x, 10 * y)])
+        assert t.get_rotation() == pytest.approx(
+            math.degrees(math.atan2(y1 - y0, x1 - x0)), abs=0.01
+        )
     na = network.analyse_network(network.mobilenet_v1(), gtx)
     ax = network_figure(na, gtx).axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
