@@ -424,6 +424,15 @@ def test_plots_under_agg(v100, gtx):
         assert t.get_rotation() == pytest.approx(
             math.degrees(math.atan2(y1 - y0, x1 - x0)), abs=0.01
         )
+    # a single shape: the labels still fit along the roofs' diagonals (they end before
+    # the ridge, where the roof turns flat)
+    ax = gemm_figure([gemm.analyse_gemm(8192, 128, 8192, v100)], v100).axes[0]
+    ax.figure.canvas.draw()
+    for t in ax.texts:
+        for name, _ in v100.levels:
+            if t.get_text().startswith(f"{name} "):
+                ridge_x = ax.transData.transform((v100.ridge(name), v100.peak))[0]
+                assert t.get_window_extent().x1 < ridge_x, name
     na = network.analyse_network(network.mobilenet_v1(), gtx)
     ax = network_figure(na, gtx).axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]

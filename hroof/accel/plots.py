@@ -29,7 +29,9 @@ TYPE_COLOURS = {"conv": "#0072B2", "pwconv": "#009E73", "dwconv": "#E69F00", "fc
 
 def _xlim(ais: Sequence[float], dev: Device) -> tuple[float, float]:
     ridges = [dev.peak / bw for _, bw in dev.levels]
-    lo = min([*ais, *ridges]) / 4
+    # at least 1.5 decades left of the lowest ridge: room for the roofs' labels along
+    # their diagonals (and no crowded minor-tick labels on a narrow axis)
+    lo = min(*ais, *ridges, min(ridges) / 8) / 4
     hi = max([*ais, *ridges]) * 4
     return lo, hi
 
