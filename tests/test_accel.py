@@ -249,6 +249,17 @@ def test_networks_on_the_1080ti_as_the_article_says(gtx):
     # still compute-bound, and MobileNet about 10, still memory-bound.
     assert gtx.bound(vgg.macs / vgg.bytes) == "compute" and round(vgg.macs / vgg.bytes) == 24
     assert gtx.bound(mob.macs / mob.bytes) == "memory"
+    # per layer (docs/accelerators.md): VGG16's first convolution and fc layers are the
+    # memory-bound ones; in MobileNet every depthwise layer and then some
+    assert [lb.cost.name for lb in vgg.layers if lb.bound == "memory"] == [
+        "conv1_1", "fc6", "fc7", "fc8"]  # fmt: skip
+    mem = [lb.cost for lb in mob.layers if lb.bound == "memory"]
+    dw = [c for c in mob.layers if c.cost.type == "dwconv"]
+    assert len(dw) == 13 and all(lb.bound == "memory" for lb in dw)
+    assert {c.name for c in mem if c.type != "dwconv"} == {
+        "conv1", "conv2_pw", "conv3_pw", "conv13_pw", "conv14_pw", "fc"}  # fmt: skip
+    assert 0.85 < min(c.ai for c in mem if c.type == "dwconv") < 0.9
+    assert 2.2 < max(c.ai for c in mem if c.type == "dwconv") < 2.3
 
 
 def test_batch_and_dtype_scale_what_they_should():
