@@ -73,7 +73,12 @@ def test_preset_numbers():
     assert g.peak_for("fp32") == pytest.approx(3584 * 2 * 1.582) and g.memory_bandwidth == 484
     assert g.peak_for("fp16") is None  # not published for the GeForce part: absent
     assert a.peak_for("tf32") == 156000 and a.peak_for("bf16") == 312000
-    assert h.peak_for("int8") == 1979000 and h.bandwidth("L1") is None
+    assert h.peak_for("int8") == 1978900 and h.bandwidth("L1") is None
+    # dense tensor figures: half the datasheets' with-sparsity ones (A100 exactly; H100's
+    # whitepaper 989.4 against the datasheet's 1,979 rounded)
+    assert a.peak_for("fp16") == 624000 / 2 and a.peak_for("int8") == 1248000 / 2
+    assert h.peak_for("fp16") == pytest.approx(1979000 / 2, rel=1e-3)
+    assert h.peak_for("tf32") == pytest.approx(989000 / 2, rel=1e-3)
     assert v.hierarchy.levels[1].size == 6 * 2**20 and a.hierarchy.levels[1].size == 40 * 2**20
 
 
