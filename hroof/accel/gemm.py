@@ -124,7 +124,8 @@ def choose_tile(m: int, n: int, dev: Device) -> tuple[int, int]:
 
     A large tile has the higher AI (``2 Mt Nt / (elem (Mt + Nt))``) but fewer blocks, so
     a skinny GEMM such as 8192 x 128 x 8192 on V100's 80 SMs gets 64x32 tiles: 128 x 4 =
-    512 blocks >= 320, where 128x128 tiles would leave the device four-fifths empty.
+    512 blocks >= 320, where 128x128 tiles give 64 blocks, a fifth of what the rule asks
+    (and 16 of the 80 SMs get none at all).
     """
     m, n = positive_int(m, "M"), positive_int(n, "N")
     if dev.sms is None:
