@@ -15,8 +15,9 @@ A tiled kernel computes C in ``Mt x Nt`` tiles, one per thread block; each tile 
 ``(Mt + Nt) K`` elements for ``2 Mt Nt K`` operations, so its AI,
 ``2 Mt Nt / (elem (Mt + Nt))``, does not depend on K and grows with the tile. Summed over
 the ``ceil(M/Mt) ceil(N/Nt)`` tiles (plus C written once) that is the traffic between the
-L2 and the SMs when the L2 keeps nothing between tiles; the unique bytes above are what
-memory (HBM) moves when the L2 catches all reuse between tiles. hroof checks the tiled
+L2 and the SMs, each SM keeping only its current tile's panels (it is also what HBM would
+move if the L2 kept nothing between tiles); the unique bytes above are what memory (HBM)
+moves when the L2 catches all reuse between tiles. hroof checks the tiled
 AI against the L2 roof and the unique AI against the memory roof.
 
 Latency-bound: the article's rule of thumb is that a workload needs at least four thread
