@@ -541,6 +541,9 @@ def test_cli_errors(capsys, tmp_path):
     bad.write_text('input = [3, 8, 8]\n[[layer]]\ntype = "attention"\n')
     assert_bad(capsys, ["network", bad], "unknown layer type 'attention'")
     assert_bad(capsys, ["network", "alexnet"], "unknown network")
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    assert_bad(capsys, ["network", binary], "binary.toml is not a UTF-8 text file")
     plot = tmp_path / "never.png"
     assert_bad(capsys, ["network", bad, "--plot", plot], "unknown layer type")
     assert not plot.exists() and not list(tmp_path.glob(".*partial*"))

@@ -166,6 +166,10 @@ def load_network(name_or_path: str | Path) -> Network:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read network file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not a UTF-8 text file: {exc.reason} at byte {exc.start}"
+        ) from None
     try:
         doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
