@@ -553,6 +553,8 @@ def test_cli_errors(capsys, tmp_path):
     assert_bad(capsys, ["coalesce", "--trace", tmp_path / "t.npz", "--format", "csv"],
                "unknown trace format")  # fmt: skip
     assert_bad(capsys, ["coalesce", "--stride", 4, "--size", 0], "--size")
+    assert_bad(capsys, ["coalesce", "--stride", 10**20], "below 2**62 bytes")
+    assert_bad(capsys, ["coalesce", "--stride", 2**58], "below 2**62 bytes", "address")
     assert_bad(capsys, ["coalesce", "--trace", tmp_path / "missing.din"], "missing.din")
     assert_bad(capsys, ["mwp", "--mem-latency", 0, "--departure-delay", 1, "--comp-cycles", 1,
                         "--mem-cycles", 1, "--warps", 1], "memory latency")  # fmt: skip
