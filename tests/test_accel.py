@@ -73,7 +73,12 @@ def test_preset_numbers():
     assert g.peak_for("fp32") == pytest.approx(3584 * 2 * 1.582) and g.memory_bandwidth == 484
     assert g.peak_for("fp16") is None  # not published for the GeForce part: absent
     assert a.peak_for("tf32") == 156000 and a.peak_for("bf16") == 312000
-    assert h.peak_for("int8") == 1979000 and h.bandwidth("L1") is None
+    assert h.peak_for("int8") == 1978900 and h.bandwidth("L1") is None
+    # dense tensor figures: half the datasheets' with-sparsity ones (A100 exactly; H100's
+    # whitepaper 989.4 against the datasheet's 1,979 rounded)
+    assert a.peak_for("fp16") == 624000 / 2 and a.peak_for("int8") == 1248000 / 2
+    assert h.peak_for("fp16") == pytest.approx(1979000 / 2, rel=1e-3)
+    assert h.peak_for("tf32") == pytest.approx(989000 / 2, rel=1e-3)
     assert v.hierarchy.levels[1].size == 6 * 2**20 and a.hierarchy.levels[1].size == 40 * 2**20
 
 
@@ -228,6 +233,10 @@ def test_mobilenet_counts():
     cs = network.layer_costs(network.mobilenet_v1())
     assert round(sum(c.macs for c in cs) / 1e6) == 569  # the paper: 569 M mult-adds
     assert round(sum(c.params for c in cs) / 1e6, 1) == 4.2  # the paper: 4.2 M
+    # Keras's MobileNet: 4,231,976 trainable parameters, 21,888 of them batch-norm scales
+    # and shifts (2 per channel of the 27 convolutions), which hroof does not count.
+    bn = 2 * sum(c.out_shape[0] for c in cs if c.type in ("conv", "dwconv", "pwconv"))
+    assert bn == 21_888 and sum(c.params for c in cs) == 4_231_976 - bn
     assert cs[0].out_shape == (32, 112, 112) and cs[-2].out_shape == (1024, 1, 1)
 
 
@@ -245,6 +254,17 @@ def test_networks_on_the_1080ti_as_the_article_says(gtx):
     # still compute-bound, and MobileNet about 10, still memory-bound.
     assert gtx.bound(vgg.macs / vgg.bytes) == "compute" and round(vgg.macs / vgg.bytes) == 24
     assert gtx.bound(mob.macs / mob.bytes) == "memory"
+    # per layer (docs/accelerators.md): VGG16's first convolution and fc layers are the
+    # memory-bound ones; in MobileNet every depthwise layer and then some
+    assert [lb.cost.name for lb in vgg.layers if lb.bound == "memory"] == [
+        "conv1_1", "fc6", "fc7", "fc8"]  # fmt: skip
+    mem = [lb.cost for lb in mob.layers if lb.bound == "memory"]
+    dw = [c for c in mob.layers if c.cost.type == "dwconv"]
+    assert len(dw) == 13 and all(lb.bound == "memory" for lb in dw)
+    assert {c.name for c in mem if c.type != "dwconv"} == {
+        "conv1", "conv2_pw", "conv3_pw", "conv13_pw", "conv14_pw", "fc"}  # fmt: skip
+    assert 0.85 < min(c.ai for c in mem if c.type == "dwconv") < 0.9
+    assert 2.2 < max(c.ai for c in mem if c.type == "dwconv") < 2.3
 
 
 def test_batch_and_dtype_scale_what_they_should():
@@ -392,10 +412,43 @@ def test_plots_under_agg(v100, gtx):
     assert any("HBM2 900 GB/s" in t and "138.9" in t for t in texts)
     assert any("L2 3100 GB/s" in t for t in texts)
     assert any("peak 125000 GFLOP/s (fp16)" in t for t in texts)
-    assert "4096x16x4096" in texts and "4096x4096x4096" in texts
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "compute-bound" in legend and any("latency" in t for t in legend)
+    # a family is labelled by the varied dimension, the fixed ones are in the title
+    assert "n=16" in texts and "n=4096" in texts and "4096xNx4096" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "compute-bound" in labels and any("latency" in t for t in labels)
     assert "FLOP/byte" in ax.get_xlabel() and "GFLOP/s" in ax.get_ylabel()
+    # a shape bound by its tiled traffic also shows that AI, on the L2 roof that binds
+    assert "tiled AI on the L2 roof (binds)" in labels
+    l2_bound = [a for a in fam if a.binding == "L2"]
+    assert l2_bound
+    hollow = [
+        (line.get_xdata()[0], line.get_ydata()[0])
+        for line in ax.lines
+        if line.get_markerfacecolor() == "none"
+    ]
+    for a in l2_bound:
+        x = a.level("L2").ai
+        assert (x, a.attainable) in hollow and a.attainable == pytest.approx(x * 3100)
+    # the roofs' labels run along their lines (a horizontal one is crossed by the roofs)
+    fig = ax.figure
+    fig.canvas.draw()
+    for t in ax.texts:
+        if "GB/s" not in t.get_text():
+            continue
+        x, y = t.get_position()
+        (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (10 * x, 10 * y)])
+        assert t.get_rotation() == pytest.approx(
+            math.degrees(math.atan2(y1 - y0, x1 - x0)), abs=0.01
+        )
+    # a single shape: the labels still fit along the roofs' diagonals (they end before
+    # the ridge, where the roof turns flat)
+    ax = gemm_figure([gemm.analyse_gemm(8192, 128, 8192, v100)], v100).axes[0]
+    ax.figure.canvas.draw()
+    for t in ax.texts:
+        for name, _ in v100.levels:
+            if t.get_text().startswith(f"{name} "):
+                ridge_x = ax.transData.transform((v100.ridge(name), v100.peak))[0]
+                assert t.get_window_extent().x1 < ridge_x, name
     na = network.analyse_network(network.mobilenet_v1(), gtx)
     ax = network_figure(na, gtx).axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -429,6 +482,19 @@ def test_cli_gemm(capsys, tmp_path):
     code, out, err = run(capsys, "gemm", 4096, "n", 4096, "--sweep", "n=16..256:x4", "--plot", png)
     assert code == 0 and png.stat().st_size > 1000
     assert len([ln for ln in out.splitlines() if ln.startswith("4096 ")]) == 3
+
+
+def test_gemm_help_examples_say_what_the_command_prints(capsys):
+    code, text, _ = run(capsys, "gemm", "--help")
+    assert code == 0
+    claims = [ln.split("  ") for ln in text.splitlines() if " blocks: " in ln]
+    assert len(claims) >= 2
+    for parts in claims:
+        argv = parts[1].split()[1:]  # drop "hroof"
+        blocks, klass = next(p for p in parts if " blocks: " in p).strip().split(" blocks: ")
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert f"thread blocks  {int(blocks):,} " in out and f"class          {klass}" in out
 
 
 def test_cli_network(capsys, tmp_path):
@@ -475,6 +541,9 @@ def test_cli_errors(capsys, tmp_path):
     bad.write_text('input = [3, 8, 8]\n[[layer]]\ntype = "attention"\n')
     assert_bad(capsys, ["network", bad], "unknown layer type 'attention'")
     assert_bad(capsys, ["network", "alexnet"], "unknown network")
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    assert_bad(capsys, ["network", binary], "binary.toml is not a UTF-8 text file")
     plot = tmp_path / "never.png"
     assert_bad(capsys, ["network", bad, "--plot", plot], "unknown layer type")
     assert not plot.exists() and not list(tmp_path.glob(".*partial*"))
@@ -484,6 +553,8 @@ def test_cli_errors(capsys, tmp_path):
     assert_bad(capsys, ["coalesce", "--trace", tmp_path / "t.npz", "--format", "csv"],
                "unknown trace format")  # fmt: skip
     assert_bad(capsys, ["coalesce", "--stride", 4, "--size", 0], "--size")
+    assert_bad(capsys, ["coalesce", "--stride", 10**20], "below 2**62 bytes")
+    assert_bad(capsys, ["coalesce", "--stride", 2**58], "below 2**62 bytes", "address")
     assert_bad(capsys, ["coalesce", "--trace", tmp_path / "missing.din"], "missing.din")
     assert_bad(capsys, ["mwp", "--mem-latency", 0, "--departure-delay", 1, "--comp-cycles", 1,
                         "--mem-cycles", 1, "--warps", 1], "memory latency")  # fmt: skip

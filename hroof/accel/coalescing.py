@@ -33,6 +33,8 @@ from hroof.errors import HroofError
 #: The transaction sizes of the article and the CUDA guide (bytes).
 SEGMENTS = (32, 64, 128)
 WARP = 32
+#: Addresses and sizes are int64 in the kernel: their sum must not overflow.
+_ADDRESS_BITS = 62
 
 
 @numba.njit(cache=True)
@@ -156,14 +158,25 @@ def warp_transactions(
     >>> c.transactions, c.waste(32), c.waste(128)
     ((32, 32, 32), 8.0, 32.0)
     """
-    addr = np.asarray(addresses, dtype=np.int64).ravel()
+    try:
+        addr = np.asarray(addresses, dtype=np.int64).ravel()
+        sizes = np.asarray(size, dtype=np.int64)
+    except OverflowError:
+        raise HroofError(
+            f"addresses and access sizes must be below 2**{_ADDRESS_BITS} bytes"
+        ) from None
     if addr.size == 0 or addr.size > WARP:
         raise HroofError(f"a warp has 1 to {WARP} addresses, got {addr.size}")
     if (addr < 0).any():
         raise HroofError("addresses must be non-negative byte addresses")
-    sizes = np.broadcast_to(np.asarray(size, dtype=np.int64), addr.shape).copy()
+    sizes = np.broadcast_to(sizes, addr.shape).copy()
     if (sizes < 1).any():
         raise HroofError(f"access sizes must be positive bytes, got {size!r}")
+    if int(addr.max()) + int(sizes.max()) > 2**_ADDRESS_BITS:
+        raise HroofError(
+            f"addresses and access sizes must be below 2**{_ADDRESS_BITS} bytes, got "
+            f"address {int(addr.max()):,} with size {int(sizes.max()):,}"
+        )
     return _count(addr, sizes, np.array([0, addr.size], dtype=np.int64), _segments(segments))
 
 

@@ -15,8 +15,9 @@ A tiled kernel computes C in ``Mt x Nt`` tiles, one per thread block; each tile 
 ``(Mt + Nt) K`` elements for ``2 Mt Nt K`` operations, so its AI,
 ``2 Mt Nt / (elem (Mt + Nt))``, does not depend on K and grows with the tile. Summed over
 the ``ceil(M/Mt) ceil(N/Nt)`` tiles (plus C written once) that is the traffic between the
-L2 and the SMs when the L2 keeps nothing between tiles; the unique bytes above are what
-memory (HBM) moves when the L2 catches all reuse between tiles. hroof checks the tiled
+L2 and the SMs, each SM keeping only its current tile's panels (it is also what HBM would
+move if the L2 kept nothing between tiles); the unique bytes above are what memory (HBM)
+moves when the L2 catches all reuse between tiles. hroof checks the tiled
 AI against the L2 roof and the unique AI against the memory roof.
 
 Latency-bound: the article's rule of thumb is that a workload needs at least four thread
@@ -124,7 +125,8 @@ def choose_tile(m: int, n: int, dev: Device) -> tuple[int, int]:
 
     A large tile has the higher AI (``2 Mt Nt / (elem (Mt + Nt))``) but fewer blocks, so
     a skinny GEMM such as 8192 x 128 x 8192 on V100's 80 SMs gets 64x32 tiles: 128 x 4 =
-    512 blocks >= 320, where 128x128 tiles would leave the device four-fifths empty.
+    512 blocks >= 320, where 128x128 tiles give 64 blocks, a fifth of what the rule asks
+    (and 16 of the 80 SMs get none at all).
     """
     m, n = positive_int(m, "M"), positive_int(n, "N")
     if dev.sms is None:

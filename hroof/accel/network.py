@@ -166,6 +166,10 @@ def load_network(name_or_path: str | Path) -> Network:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read network file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not a UTF-8 text file: {exc.reason} at byte {exc.start}"
+        ) from None
     try:
         doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
@@ -194,7 +198,9 @@ def mobilenet_v1() -> Network:
 
     A 3x3 stride-2 convolution, 13 depthwise (3x3) + pointwise (1x1) pairs, a global
     average pool and a 1000-way fully-connected layer. Convolutions carry no bias (batch
-    normalisation follows each, not counted): 569 M MACs (1.14 GFLOP), 4.23 M parameters.
+    normalisation follows each, not counted): 569 M MACs (1.14 GFLOP), 4.21 M parameters
+    (4,210,088: Keras's 4,231,976 trainable ones less the 21,888 batch-norm scales and
+    shifts).
     """
     layers = [Layer("conv", "conv1", 32, 3, 2, 1, False)]
     plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]

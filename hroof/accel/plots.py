@@ -29,7 +29,9 @@ TYPE_COLOURS = {"conv": "#0072B2", "pwconv": "#009E73", "dwconv": "#E69F00", "fc
 
 def _xlim(ais: Sequence[float], dev: Device) -> tuple[float, float]:
     ridges = [dev.peak / bw for _, bw in dev.levels]
-    lo = min([*ais, *ridges]) / 4
+    # at least 1.5 decades left of the lowest ridge: room for the roofs' labels along
+    # their diagonals (and no crowded minor-tick labels on a narrow axis)
+    lo = min(*ais, *ridges, min(ridges) / 8) / 4
     hi = max([*ais, *ridges]) * 4
     return lo, hi
 
@@ -42,24 +44,31 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
         ax.plot(x, np.minimum(bw * x, dev.peak), color=colour, lw=1.6)
         ridge = dev.peak / bw
         ax.plot([ridge], [dev.peak], marker="|", color=colour, ms=10)
-        xl = xlim[0] * 1.5
+        # on the line, along it: a horizontal label next to a steep roof is crossed by
+        # the roof itself and by the roofs to its right
+        xl, yl = xlim[0] * 1.5, bw * xlim[0] * 1.5 * 1.3
         ax.text(
             xl,
-            bw * xl * 1.15,
+            yl,
             f"{name} {bw:g} GB/s (ridge {ridge:.1f} FLOP/byte)",
             color=colour,
             fontsize=8,
             ha="left",
             va="bottom",
+            # parallel to the roof through (xl, yl): slope yl / xl in data units there,
+            # drawn at the angle that has on screen
+            rotation=float(np.degrees(np.arctan(yl / xl))),
+            transform_rotates_text=True,
+            rotation_mode="anchor",
         )
     ax.axhline(dev.peak, color="black", lw=1.8)
     ax.text(
         xlim[1] / 1.15,
-        dev.peak / 1.12,
+        dev.peak * 1.2,  # above the line: the points' labels hang below them
         f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
         fontsize=8,
         ha="right",
-        va="top",
+        va="bottom",
     )
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -81,6 +90,10 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
     ax = fig.add_subplot()
     xlim = _xlim([a.ai for a in analyses], dev)
     _roofs(ax, dev, xlim)
+    # a family (one dimension varied) is labelled by that dimension, the others go in the
+    # title: full MxNxK labels of neighbouring shapes overlap
+    varied = [d for d in "mnk" if len({getattr(a, d) for a in analyses}) > 1]
+    family = len(varied) == 1 and len(analyses) > 1
     seen = set()
     for a in analyses:
         colour, marker, label = CLASS_STYLE[a.klass]
@@ -94,19 +107,41 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
             label=label if a.klass not in seen else "_",
         )
         seen.add(a.klass)
+        tiled = next((lv for lv in a.levels if lv.traffic == "tiled"), None)
+        if tiled is not None and a.binding == tiled.name:
+            # the bound comes from the tiled traffic: show that AI on the roof that binds
+            ax.plot([tiled.ai, a.ai], [a.attainable] * 2, color=colour, lw=0.8, ls=":")
+            ax.plot(
+                [tiled.ai],
+                [a.attainable],
+                marker=marker,
+                mfc="none",
+                color=colour,
+                ms=7,
+                ls="none",
+                label=f"tiled AI on the {tiled.name} roof (binds)" if "tiled" not in seen else "_",
+            )
+            seen.add("tiled")
+        text = f"{varied[0]}={getattr(a, varied[0])}" if family else f"{a.m}x{a.n}x{a.k}"
         ax.annotate(
-            f"{a.m}x{a.n}x{a.k}",
+            text,
             (a.ai, a.attainable),
             textcoords="offset points",
-            xytext=(3, 5),
+            xytext=(0, -8),  # below: the roofs' labels are above their lines
             fontsize=7,
-            rotation=40,
-            rotation_mode="anchor",
+            rotation=90,
+            ha="center",
+            va="top",
         )
     ax.legend(loc="lower right", fontsize=8)
     tiles = {a.tile for a in analyses}
     tile = (f"tile {analyses[0].tile[0]}x{analyses[0].tile[1]}" if len(tiles) == 1
             else "tiles chosen to fill the SMs")  # fmt: skip
+    if family:
+        a0 = analyses[0]
+        dims = {"m": "M", "n": "N", "k": "K"}
+        shape = "x".join(dims[d] if d == varied[0] else str(getattr(a0, d)) for d in "mnk")
+        tile = f"{shape}, {tile}"
     ax.set_title(title or f"GEMM on {dev.name} ({dev.dtype}, {tile})", fontsize=10)
     return fig
 

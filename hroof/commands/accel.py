@@ -467,7 +467,8 @@ def register(sub, machine_sub=None) -> None:
         ),
         epilog=(
             "examples:\n"
-            "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9, 64 blocks\n"
+            "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9: memory\n"
+            "  hroof gemm 8192 128 8192 --tile 128x128                64 blocks: latency-bound\n"
             "  hroof gemm 8192 8192 8192 --dtype fp16                 AI 2730: compute\n"
             "  hroof gemm 8192 128 8192 --tile 32x32                  1024 blocks: memory-bound\n"
             "  hroof gemm 4096 n 4096 --sweep n=16..8192:x2 --plot gemm.png"
