@@ -176,3 +176,18 @@ def test_compute_ceilings_drawn_under_the_roofs(machine):
     assert bent  # "no FMA" (20 GFLOP/s) meets the 200 GB/s roof at 0.1 FLOP/byte
     labelled = [t for t in ax.texts if "GB/s" in t.get_text() or "GFLOP/s" in t.get_text()]
     assert labelled and all(t.get_bbox_patch() is not None for t in labelled)
+
+
+def test_equal_compute_ceilings_share_one_label():
+    """skylake-sp's "no FMA" and "no AVX-512" are both 38.4 GFLOP/s: one label names both
+    (two labels at one spot would print on top of each other, one hiding the other)."""
+    from hroof.roofline import load_machine
+
+    m = load_machine("skylake-sp")
+    res = simulate_kernel("stencil7", m.hierarchy, n=8)
+    (ax,) = plot_hierarchical([res], m).axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "no FMA / no AVX-512 38.4 GFLOP/s" in texts
+    assert not any(t.startswith(("no FMA 38.4", "no AVX-512 38.4")) for t in texts)
+    assert "scalar 9.6 GFLOP/s" in texts
+    assert sum("_ceiling" in ln.get_label() for ln in ax.lines) == 3

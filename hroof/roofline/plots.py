@@ -89,12 +89,16 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
             ha="right", va="bottom", fontsize=8, bbox=_LABEL_BOX)  # fmt: skip
     # A compute ceiling is min(ceiling, AI x the highest roof), as in the lecture's figure:
     # horizontal under the roofs, never above them where bandwidth binds.
+    # Ceilings of equal value (skylake-sp: "no FMA" and "no AVX-512") share one label.
     top = max(bw for _, bw in levels)
+    same: dict[float, list[str]] = {}
     for c in machine.ceilings:
         ax.plot(x, np.minimum(c.value, top * x), color="grey", lw=1.0, ls="--",
                 label=f"_ceiling {c.name}")  # fmt: skip
-        ax.text(xlim[1] / 1.1, c.value * 1.05, f"{c.name} {c.value:g} GFLOP/s", ha="right",
-                va="bottom", fontsize=7, color="dimgrey", bbox=_LABEL_BOX)  # fmt: skip
+        same.setdefault(c.value, []).append(c.name)
+    for value, names in same.items():
+        ax.text(xlim[1] / 1.1, value * 1.05, f"{' / '.join(names)} {value:g} GFLOP/s",
+                ha="right", va="bottom", fontsize=7, color="dimgrey", bbox=_LABEL_BOX)  # fmt: skip
     names = [name for name, _ in levels]
     for c in machine.bandwidth_ceilings:
         colour = _colour(names.index(c.level), len(levels))
