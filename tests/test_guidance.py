@@ -191,3 +191,12 @@ def test_equal_compute_ceilings_share_one_label():
     assert not any(t.startswith(("no FMA 38.4", "no AVX-512 38.4")) for t in texts)
     assert "scalar 9.6 GFLOP/s" in texts
     assert sum("_ceiling" in ln.get_label() for ln in ax.lines) == 3
+
+
+def test_guidance_for_ais_data_movement_gain_stops_at_the_next_roof(machine):
+    """Raising DRAM's AI to its ridge point (4) lifts the bound only until the next roof
+    binds: L2 at AI 0.2 x 100 GB/s = 20 GFLOP/s, not the 40 GFLOP/s peak. DRAM now: 0.25 x
+    10 = 2.5, so the step gains 20 / 2.5 = 8x, not 16x."""
+    g = guidance_for_ais({"L1": 0.5, "L2": 0.2, "DRAM": 0.25}, machine)
+    (step,) = [s for s in g.steps if s.what == "DRAM traffic"]
+    assert step.gain == pytest.approx(8.0)
