@@ -157,23 +157,25 @@ def test_cli_bad_ceilings_exit_2(tmp_path, capsys, ceilings, words):
 
 
 def test_compute_ceilings_drawn_under_the_roofs(machine):
-    """A compute ceiling is min(ceiling, top roof x AI), as in the lecture's figure: never
-    above the highest bandwidth roof (an axhline across the plot would run above the roofs
-    at low AI and strike through their labels). Labels sit on an opaque background so the
-    dashed lines that cross them do not strike them through."""
+    """A compute ceiling is flat from where it meets the highest roof, as in the lecture's
+    figure: never above the highest bandwidth roof (an axhline across the plot would run
+    above the roofs at low AI and strike through their labels). Labels sit on a light
+    background so the dashed lines that cross them do not strike them through."""
     res = simulate_kernel("stencil7", machine.hierarchy, n=16)
     fig = plot_hierarchical([res], machine)
     (ax,) = fig.axes
     top = max(bw for _, bw in machine.all_bandwidths())
-    bent = 0
+    lo, hi = ax.get_xlim()
+    starts = []
     for c in machine.ceilings:
         (line,) = [ln for ln in ax.lines if ln.get_label() == f"_ceiling {c.name}"]
         x, y = (np.asarray(v, dtype=float) for v in line.get_data())
         assert line.get_linestyle() == "--"
-        assert np.all(y <= top * x * (1 + 1e-12)) and y.max() == c.value
-        assert np.allclose(y[x > c.value / top], c.value)
-        bent += y.min() < c.value  # the plot starts left of where it meets the L1 roof
-    assert bent  # "no FMA" (20 GFLOP/s) meets the 200 GB/s roof at 0.1 FLOP/byte
+        assert np.all(y == c.value) and np.all(y <= top * x * (1 + 1e-12))
+        assert x.min() == pytest.approx(max(lo, c.value / top)) and x.max() == pytest.approx(hi)
+        starts.append(x.min())
+    # "no FMA" (20 GFLOP/s) meets the 200 GB/s roof at 0.1 FLOP/byte, inside the plot
+    assert starts[0] == pytest.approx(0.1) and starts[0] > lo
     labelled = [t for t in ax.texts if "GB/s" in t.get_text() or "GFLOP/s" in t.get_text()]
     assert labelled and all(t.get_bbox_patch() is not None for t in labelled)
 

@@ -87,14 +87,15 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
     ax.axhline(machine.peak, color="black", lw=1.8)
     ax.text(xlim[1] / 1.1, machine.peak * 1.05, f"peak {machine.peak:g} GFLOP/s",
             ha="right", va="bottom", fontsize=8, bbox=_LABEL_BOX)  # fmt: skip
-    # A compute ceiling is min(ceiling, AI x the highest roof), as in the lecture's figure:
-    # horizontal under the roofs, never above them where bandwidth binds.
+    # A compute ceiling is flat from where it meets the highest roof (AI = ceiling / its
+    # bandwidth), as in the lecture's figure: under the roofs, never above them where
+    # bandwidth binds, and not drawn along the roof itself.
     # Ceilings of equal value (skylake-sp: "no FMA" and "no AVX-512") share one label.
     top = max(bw for _, bw in levels)
     same: dict[float, list[str]] = {}
     for c in machine.ceilings:
-        ax.plot(x, np.minimum(c.value, top * x), color="grey", lw=1.0, ls="--",
-                label=f"_ceiling {c.name}")  # fmt: skip
+        ax.plot([max(xlim[0], c.value / top), xlim[1]], [c.value, c.value], color="grey",
+                lw=1.0, ls="--", label=f"_ceiling {c.name}")  # fmt: skip
         same.setdefault(c.value, []).append(c.name)
     for value, names in same.items():
         ax.text(xlim[1] / 1.1, value * 1.05, f"{' / '.join(names)} {value:g} GFLOP/s",
