@@ -202,3 +202,23 @@ def test_guidance_for_ais_data_movement_gain_stops_at_the_next_roof(machine):
     g = guidance_for_ais({"L1": 0.5, "L2": 0.2, "DRAM": 0.25}, machine)
     (step,) = [s for s in g.steps if s.what == "DRAM traffic"]
     assert step.gain == pytest.approx(8.0)
+
+
+def test_kernel_without_flops_gets_no_guidance(capsys):
+    """copy does no flops: 'hroof simulate' prints its table without guidance (it exited 2
+    with "needs traffic at every level" and no table), the sweep report leaves the section
+    out, and guidance() says what is missing."""
+    from hroof.cli import main
+    from hroof.roofline import load_machine
+    from hroof.roofline.report import _guidance_html
+    from hroof.roofline.sweep import run_sweep
+
+    assert main(["simulate", "copy", "n=1000", "--machine", "teaching", "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert "DRAM" in out and "guidance" not in out and err == ""
+    m = load_machine("teaching")
+    points = run_sweep("copy", [{"n": 1000}], m.hierarchy, use_cache=False)
+    assert points[0].result.flops == 0
+    assert _guidance_html(points, m, "n") == []
+    with pytest.raises(ConfigError, match="no flops"):
+        guidance(points[0].result, m)

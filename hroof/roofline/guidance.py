@@ -305,6 +305,8 @@ def guidance(result: SimResult, machine: Machine) -> Guidance:
     machine.require("optimisation guidance")
     if result.flops is None:
         raise ConfigError("optimisation guidance needs the run's flops (pass --flops N)")
+    if not result.flops:
+        raise ConfigError("optimisation guidance needs flops: the run has no flops, so no AI")
     r = roofline(result, machine)
     ais = {lv.name: lv.ai for lv in r.levels}
     if any(not ai for ai in ais.values()):
