@@ -222,3 +222,20 @@ def test_kernel_without_flops_gets_no_guidance(capsys):
     assert _guidance_html(points, m, "n") == []
     with pytest.raises(ConfigError, match="no flops"):
         guidance(points[0].result, m)
+
+
+def test_compulsory_floor_is_not_called_a_ceiling():
+    """daxpy without write-allocate traffic is all compulsory at DRAM: the compulsory step
+    gains nothing and is listed under "Need not", whose heading must then not call every
+    entry a ceiling."""
+    from hroof.roofline import load_machine
+
+    m = load_machine("teaching")
+    res = simulate_kernel("daxpy", m.hierarchy, n=1000, flush=False)
+    g = guidance(res, m)
+    assert any(s.what == "compulsory traffic at DRAM" for s in g.moot)
+    lines = g.lines()
+    (head,) = [ln for ln in lines if ln.startswith("Need not")]
+    assert "traffic is already at its compulsory floor" in head
+    g2 = guidance_for_ais({"L1": 0.1, "L2": 0.2, "DRAM": 0.25}, machine_from_dict(DOC))
+    assert "Need not (these ceilings lie above the kernel's roof at its AI):" in g2.lines()

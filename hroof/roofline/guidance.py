@@ -116,7 +116,11 @@ class Guidance:
         else:
             out.append("Nothing left to break through: the kernel's bound is the roof itself.")
         if self.moot:
-            out.append("Need not (these ceilings lie above the kernel's roof at its AI):")
+            why = "these ceilings lie above the kernel's roof at its AI"
+            if any(s.strategy == "data movement" for s in self.moot):
+                why = "the ceilings lie above the kernel's roof at its AI; the traffic is "
+                why += "already at its compulsory floor"
+            out.append(f"Need not ({why}):")
             out += [f"  - {s.text}" for s in self.moot]
         return out
 
