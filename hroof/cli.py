@@ -584,7 +584,7 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
     from hroof.roofline import load_machine
     from hroof.roofline.guidance import guidance
 
-    if result.flops is None or hierarchy.source is None:
+    if not result.flops or hierarchy.source is None:  # no flops (copy): no AI to guide by
         return ""
     machine = load_machine(hierarchy.source)
     if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:

@@ -131,10 +131,13 @@ def test_cli_table_out_and_json(capsys, tmp_path, teaching):
         (["poisson2d", "n=0"], ["n must be at least 1"]),
         (["poisson2d", "matrix=banded"], ["give the matrix once"]),
         (["poisson2d", "--machine", "nosuch"], ["nosuch"]),
+        (["empty.mtx", "--blocks", "2x2"], ["has no nonzeros: nothing to block"]),
     ],
 )
 def test_cli_bad_input(capsys, tmp_path, argv, words):
     out = tmp_path / "never"
+    (tmp_path / "empty.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n4 4 0\n")
+    argv = [str(tmp_path / a) if a == "empty.mtx" else a for a in argv]
     code, text, err = run(capsys, "spmv-blocking", *argv, "--out", out, "-q")
     assert code == 2 and text == ""
     lines = err.splitlines()

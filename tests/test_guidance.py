@@ -154,3 +154,88 @@ def test_cli_bad_ceilings_exit_2(tmp_path, capsys, ceilings, words):
     assert main(["machine", "show", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err
+
+
+def test_compute_ceilings_drawn_under_the_roofs(machine):
+    """A compute ceiling is flat from where it meets the highest roof, as in the lecture's
+    figure: never above the highest bandwidth roof (an axhline across the plot would run
+    above the roofs at low AI and strike through their labels). Labels sit on a light
+    background so the dashed lines that cross them do not strike them through."""
+    res = simulate_kernel("stencil7", machine.hierarchy, n=16)
+    fig = plot_hierarchical([res], machine)
+    (ax,) = fig.axes
+    top = max(bw for _, bw in machine.all_bandwidths())
+    lo, hi = ax.get_xlim()
+    starts = []
+    for c in machine.ceilings:
+        (line,) = [ln for ln in ax.lines if ln.get_label() == f"_ceiling {c.name}"]
+        x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        assert line.get_linestyle() == "--"
+        assert np.all(y == c.value) and np.all(y <= top * x * (1 + 1e-12))
+        assert x.min() == pytest.approx(max(lo, c.value / top)) and x.max() == pytest.approx(hi)
+        starts.append(x.min())
+    # "no FMA" (20 GFLOP/s) meets the 200 GB/s roof at 0.1 FLOP/byte, inside the plot
+    assert starts[0] == pytest.approx(0.1) and starts[0] > lo
+    labelled = [t for t in ax.texts if "GB/s" in t.get_text() or "GFLOP/s" in t.get_text()]
+    assert labelled and all(t.get_bbox_patch() is not None for t in labelled)
+
+
+def test_equal_compute_ceilings_share_one_label():
+    """skylake-sp's "no FMA" and "no AVX-512" are both 38.4 GFLOP/s: one label names both
+    (two labels at one spot would print on top of each other, one hiding the other)."""
+    from hroof.roofline import load_machine
+
+    m = load_machine("skylake-sp")
+    res = simulate_kernel("stencil7", m.hierarchy, n=8)
+    (ax,) = plot_hierarchical([res], m).axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "no FMA / no AVX-512 38.4 GFLOP/s" in texts
+    assert not any(t.startswith(("no FMA 38.4", "no AVX-512 38.4")) for t in texts)
+    assert "scalar 9.6 GFLOP/s" in texts
+    assert sum("_ceiling" in ln.get_label() for ln in ax.lines) == 3
+
+
+def test_guidance_for_ais_data_movement_gain_stops_at_the_next_roof(machine):
+    """Raising DRAM's AI to its ridge point (4) lifts the bound only until the next roof
+    binds: L2 at AI 0.2 x 100 GB/s = 20 GFLOP/s, not the 40 GFLOP/s peak. DRAM now: 0.25 x
+    10 = 2.5, so the step gains 20 / 2.5 = 8x, not 16x."""
+    g = guidance_for_ais({"L1": 0.5, "L2": 0.2, "DRAM": 0.25}, machine)
+    (step,) = [s for s in g.steps if s.what == "DRAM traffic"]
+    assert step.gain == pytest.approx(8.0)
+
+
+def test_kernel_without_flops_gets_no_guidance(capsys):
+    """copy does no flops: 'hroof simulate' prints its table without guidance (it exited 2
+    with "needs traffic at every level" and no table), the sweep report leaves the section
+    out, and guidance() says what is missing."""
+    from hroof.cli import main
+    from hroof.roofline import load_machine
+    from hroof.roofline.report import _guidance_html
+    from hroof.roofline.sweep import run_sweep
+
+    assert main(["simulate", "copy", "n=1000", "--machine", "teaching", "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert "DRAM" in out and "guidance" not in out and err == ""
+    m = load_machine("teaching")
+    points = run_sweep("copy", [{"n": 1000}], m.hierarchy, use_cache=False)
+    assert points[0].result.flops == 0
+    assert _guidance_html(points, m, "n") == []
+    with pytest.raises(ConfigError, match="no flops"):
+        guidance(points[0].result, m)
+
+
+def test_compulsory_floor_is_not_called_a_ceiling():
+    """daxpy without write-allocate traffic is all compulsory at DRAM: the compulsory step
+    gains nothing and is listed under "Need not", whose heading must then not call every
+    entry a ceiling."""
+    from hroof.roofline import load_machine
+
+    m = load_machine("teaching")
+    res = simulate_kernel("daxpy", m.hierarchy, n=1000, flush=False)
+    g = guidance(res, m)
+    assert any(s.what == "compulsory traffic at DRAM" for s in g.moot)
+    lines = g.lines()
+    (head,) = [ln for ln in lines if ln.startswith("Need not")]
+    assert "traffic is already at its compulsory floor" in head
+    g2 = guidance_for_ais({"L1": 0.1, "L2": 0.2, "DRAM": 0.25}, machine_from_dict(DOC))
+    assert "Need not (these ceilings lie above the kernel's roof at its AI):" in g2.lines()

@@ -297,3 +297,15 @@ def test_bound_uses_the_fp64_peak():
     fp32 = machine_from_dict({"compute": {"peak": 100.0, "precision": "fp32"},
                               "memory": {"bandwidth": 10.0}, "level": level})  # fmt: skip
     assert table_row("dgemm", 64, machine=fp32).bound is None
+
+
+def test_cli_simulate_says_why_spmv_is_not_simulated(capsys):
+    """spmv is simulated as poisson3d (7 nonzeros a row) only: with another
+    --nnz-per-row the row is not silently left without its simulation."""
+    argv = ["table", "--kernel", "spmv", "--n", "64", "--nnz-per-row", "5", "--simulate",
+            "--machine", "teaching", "-q"]  # fmt: skip
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "note: spmv not simulated: hroof simulates it on poisson3d, 7 nonzeros a row" in out
+    code, out, err = run(capsys, *argv, "--json")
+    assert any("spmv not simulated" in n for n in json.loads(out)["notes"])

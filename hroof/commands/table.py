@@ -137,6 +137,11 @@ def run_table(args) -> dict:
             sims[i] = stub
             if plan is not None:
                 todo.append((i, stub, plan))
+        if any(r.kernel == "spmv" for r in rows) and args.nnz_per_row != 7:
+            notes.append(
+                "spmv not simulated: hroof simulates it on poisson3d, 7 nonzeros a row "
+                f"(--nnz-per-row is {args.nnz_per_row})"
+            )
         total = sum(plan.accesses for _, _, plan in todo)
         with Progress(total, enabled=False if args.quiet else None) as bar:
             for i, stub, plan in todo:

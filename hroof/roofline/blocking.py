@@ -136,12 +136,15 @@ def blocking_grid(matrix: dict, blocks: Sequence[tuple[int, int]], *, csr: bool 
 
 def plan_blocking(matrix: dict, blocks: Sequence[tuple[int, int]], *, csr: bool = True
                   ) -> list[Plan]:  # fmt: skip
-    """The bound ``spmv`` plans of a blocking study (raises for any bad parameter or a
-    block larger than the matrix)."""
+    """The bound ``spmv`` plans of a blocking study (raises for any bad parameter, a
+    block larger than the matrix, or a matrix without nonzeros)."""
     from hroof.traces import get_kernel
 
     kernel = get_kernel("spmv")
-    return [kernel.bind(**p) for p in blocking_grid(matrix, blocks, csr=csr)]
+    plans = [kernel.bind(**p) for p in blocking_grid(matrix, blocks, csr=csr)]
+    if plans and not plans[0].extra["nnz"]:
+        raise HroofError(f"matrix {matrix.get('matrix')} has no nonzeros: nothing to block")
+    return plans
 
 
 def run_blocking(

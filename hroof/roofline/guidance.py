@@ -116,7 +116,11 @@ class Guidance:
         else:
             out.append("Nothing left to break through: the kernel's bound is the roof itself.")
         if self.moot:
-            out.append("Need not (these ceilings lie above the kernel's roof at its AI):")
+            why = "these ceilings lie above the kernel's roof at its AI"
+            if any(s.strategy == "data movement" for s in self.moot):
+                why = "the ceilings lie above the kernel's roof at its AI; the traffic is "
+                why += "already at its compulsory floor"
+            out.append(f"Need not ({why}):")
             out += [f"  - {s.text}" for s in self.moot]
         return out
 
@@ -245,8 +249,10 @@ def guidance_for_ais(ais: Mapping[str, float], machine: Machine) -> Guidance:
     >>> from hroof.roofline import load_machine
     >>> g = guidance_for_ais({"L1": 0.08, "L2": 0.1, "L3": 0.1, "DRAM": 0.1},
     ...                      load_machine("teaching"))
-    >>> g.binding, [s.what for s in g.steps][:2], [s.what for s in g.moot][:1]
-    ('DRAM', ['DRAM traffic', 'DRAM no NUMA-aware placement'], ['no FMA'])
+    >>> g.binding, [(s.what, s.gain) for s in g.steps][:2], [s.what for s in g.moot][:1]
+    ('DRAM', [('DRAM no NUMA-aware placement', 2.5), ('DRAM traffic', 2.5)], ['no FMA'])
+
+    (At DRAM's ridge point, 2 FLOP/byte, L3's roof binds: 0.1 x 25 GB/s = 2.5 GFLOP/s.)
     """
     machine.require("optimisation guidance")
     names = [*machine.level_names, machine.memory_name]
@@ -261,11 +267,13 @@ def guidance_for_ais(ais: Mapping[str, float], machine: Machine) -> Guidance:
     steps = _ceiling_steps(ais, machine, bound, binding)
     if binding != "compute":
         ridge = machine.peak / machine.bandwidth(binding)
-        steps.append(Step("data movement", f"{binding} traffic", bound,
-            min(machine.peak, ridge * machine.bandwidth(binding)) / bound, True,
+        # at the ridge point, the bound rises until the peak or another level's roof binds
+        better = _rebound(dict(ais), machine, binding, ridge)
+        steps.append(Step("data movement", f"{binding} traffic", bound, better / bound, True,
             f"{binding} binds at AI {_g(ais[binding])} FLOP/byte, below its ridge point "
             f"{_g(ridge)}: move fewer bytes from {binding} per flop (reuse data in the caches "
-            "above it) to raise the AI."))  # fmt: skip
+            f"above it) to raise the AI; at the ridge point the bound rises to {_g(better)} "
+            f"GFLOP/s ({better / bound:.3g}x)."))  # fmt: skip
     return _assemble(bound, binding, steps)
 
 
@@ -301,6 +309,8 @@ def guidance(result: SimResult, machine: Machine) -> Guidance:
     machine.require("optimisation guidance")
     if result.flops is None:
         raise ConfigError("optimisation guidance needs the run's flops (pass --flops N)")
+    if not result.flops:
+        raise ConfigError("optimisation guidance needs flops: the run has no flops, so no AI")
     r = roofline(result, machine)
     ais = {lv.name: lv.ai for lv in r.levels}
     if any(not ai for ai in ais.values()):

@@ -66,6 +66,12 @@ def bound(result: SimResult, machine: Machine) -> tuple[float, str]:
     return r.bound, r.binding
 
 
+#: Behind the roof and ceiling labels: the dashed lines that cross a label do not strike it
+#: through (half-transparent, so a line under it still shows faintly).
+_LABEL_BOX = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none",
+              "alpha": 0.8}  # fmt: skip
+
+
 def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
     """Bandwidth roofs (diagonals up to the peak), the peak, the compute ceilings
     (dashed grey lines) and the bandwidth ceilings (dashed diagonals in their level's
@@ -77,14 +83,23 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
         ax.plot(x, y, color=_colour(i, len(levels)), lw=1.6, label=f"_{name} roof")
         xl = xlim[0] * 1.6
         ax.text(xl, bw * xl * 1.12, f"{name} {bw:g} GB/s", color=_colour(i, len(levels)),
-                fontsize=8, rotation=0, ha="left", va="bottom")  # fmt: skip
+                fontsize=8, rotation=0, ha="left", va="bottom", bbox=_LABEL_BOX)  # fmt: skip
     ax.axhline(machine.peak, color="black", lw=1.8)
     ax.text(xlim[1] / 1.1, machine.peak * 1.05, f"peak {machine.peak:g} GFLOP/s",
-            ha="right", va="bottom", fontsize=8)  # fmt: skip
+            ha="right", va="bottom", fontsize=8, bbox=_LABEL_BOX)  # fmt: skip
+    # A compute ceiling is flat from where it meets the highest roof (AI = ceiling / its
+    # bandwidth), as in the lecture's figure: under the roofs, never above them where
+    # bandwidth binds, and not drawn along the roof itself.
+    # Ceilings of equal value (skylake-sp: "no FMA" and "no AVX-512") share one label.
+    top = max(bw for _, bw in levels)
+    same: dict[float, list[str]] = {}
     for c in machine.ceilings:
-        ax.axhline(c.value, color="grey", lw=1.0, ls="--")
-        ax.text(xlim[1] / 1.1, c.value * 1.05, f"{c.name} {c.value:g} GFLOP/s", ha="right",
-                va="bottom", fontsize=7, color="dimgrey")  # fmt: skip
+        ax.plot([max(xlim[0], c.value / top), xlim[1]], [c.value, c.value], color="grey",
+                lw=1.0, ls="--", label=f"_ceiling {c.name}")  # fmt: skip
+        same.setdefault(c.value, []).append(c.name)
+    for value, names in same.items():
+        ax.text(xlim[1] / 1.1, value * 1.05, f"{' / '.join(names)} {value:g} GFLOP/s",
+                ha="right", va="bottom", fontsize=7, color="dimgrey", bbox=_LABEL_BOX)  # fmt: skip
     names = [name for name, _ in levels]
     for c in machine.bandwidth_ceilings:
         colour = _colour(names.index(c.level), len(levels))
@@ -95,7 +110,7 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
         k = machine.ceilings_of(c.level).index(c)
         xr = xlim[0] * 1.6 * 4.0 ** (k + 1)
         ax.text(xr, c.value * xr / 1.2, f"{c.level} {c.name} {c.value:g} GB/s", color=colour,
-                fontsize=7, ha="left", va="top")  # fmt: skip
+                fontsize=7, ha="left", va="top", bbox=_LABEL_BOX)  # fmt: skip
 
 
 def _axes(ax, title: str):

@@ -227,7 +227,7 @@ def _guidance_html(points: list[SweepPoint], machine: Machine, param: str) -> li
 
     last = points[-1]
     res = last.result
-    if machine.missing() or res.flops is None or not all(lv.bytes for lv in res.levels):
+    if machine.missing() or not res.flops or not all(lv.bytes for lv in res.levels):
         return []
     if not res.memory.bytes:
         return []
