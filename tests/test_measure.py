@@ -390,6 +390,20 @@ def test_import_by_order_and_by_name(onto):
     assert m.all_bandwidths() == [("L1d", None), ("L2u", 100.0), ("MEM", 20.0)]
 
 
+def test_import_precision_named_entries_and_timestamp(onto):
+    # ERT's precision-aware summary.py names the entries 'DP GFLOPs', 'SP GFLOPs', ...
+    # (another version 'FP64 GFLOPs', ...), and stamps the database with time.time()
+    doc = ert([["DP GFLOPs", 80.0], ["SP GFLOPs", 160.0], ["HP GFLOPs", 320.0]],
+              [["L1", 300.0], ["DRAM", 20.0]])  # fmt: skip
+    doc["empirical"]["gflops"]["metadata"] = {"TIMESTAMP_DB": 1.5e9}
+    text = files.import_ert_toml(doc, onto)
+    m = files.check_loads(text, "x")
+    assert m.peak == 80.0 and m.peaks == {"fp64": 80.0, "fp32": 160.0, "fp16": 320.0}
+    assert "(2017-07-14 02:40 UTC)" in text and "1500000000" not in text
+    with pytest.raises(ConfigError, match="two peak entries"):
+        files.import_ert_toml(ert([["GFLOPs", 80.0], ["DP GFLOPs", 80.0]], []), onto)
+
+
 @pytest.mark.parametrize(
     "gflops, gbytes, match",
     [

@@ -34,10 +34,11 @@ examples:
   hroof machine import-ert Results/Run.001/roofline.json --onto host --out ert.toml
   hroof machine import-ert roofline.json --onto skylake-sp
 
-gflops entries: 'GFLOPs' or 'FP64 GFLOPs' is the peak, 'FP32 GFLOPs' (etc.) another
-precision's peak, '<ceiling> GFLOPs' a compute ceiling with a known name ('no FMA',
-'scalar', ...). gbytes entries map by name onto the machine's levels and memory
-(DRAM/MEM/HBM are memory), otherwise in order: L1, L2, ..., with DRAM last."""
+gflops entries: 'GFLOPs', 'FP64 GFLOPs' or 'DP GFLOPs' is the peak, 'FP32 GFLOPs' or
+'SP GFLOPs' (etc.) another precision's peak, '<ceiling> GFLOPs' a compute ceiling
+with a known name ('no FMA', 'scalar', ...). gbytes entries map by name onto the
+machine's levels and memory (DRAM/MEM/HBM are memory), otherwise in order: L1, L2,
+..., with DRAM last."""
 
 
 def register(sub, machine_sub) -> None:
