@@ -512,6 +512,30 @@ def test_cli_measure_out_is_a_file(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "host.toml").exists()
 
 
+def test_cli_measure_unwritable_places_fail_before_measuring(tmp_path, monkeypatch, capsys):
+    """An --out or host file that cannot be written is an error before the measurement
+    (not minutes later), and nothing is written: not the host file, not the directory."""
+    (tmp_path / "f").write_text("x")
+    host = tmp_path / "host.toml"
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(host))
+    monkeypatch.setattr(
+        "hroof.measure.run.measure_host",
+        lambda *a, **k: pytest.fail("measured although the output cannot be written"),
+    )
+    code, out, err = run_cli(
+        ["machine", "measure", "--preset", "tiny", "-q", "--out", str(tmp_path / "f" / "sub")],
+        capsys,
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1 and "is not a directory" in err
+    assert not host.exists()
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(tmp_path / "f" / "host.toml"))
+    code, out, err = run_cli(
+        ["machine", "measure", "--preset", "tiny", "-q", "--out", str(tmp_path / "o")], capsys
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1 and "the host file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
 def test_cli_import_errors(tmp_path, capsys):
     bad = tmp_path / "roofline.json"
     bad.write_text("{oops")
