@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,20 @@ def test_run_predict_against_a_machine(capsys):
     code, out, _ = run(capsys, "run", "stencil7", "n=8", "--machine", "skylake-sp", "--predict",
                        *FAST)  # fmt: skip
     assert "measured / predicted" in out and "a model" in out
+
+
+def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
+    from hroof.cachesim.config import bundled_machines
+
+    host = tmp_path / "host.toml"
+    host.write_text(Path(bundled_machines()["skylake-sp"]).read_text())
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(host))
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", "host", *FAST)
+    assert code == 0 and "(this host:" in out and "a model" not in out
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", str(host), *FAST)
+    assert code == 0 and "(this host:" in out
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", "skylake-sp", *FAST)
+    assert code == 0 and "a model" in out and "this host:" not in out
 
 
 @pytest.mark.parametrize(
