@@ -96,6 +96,14 @@ def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
     assert code == 0 and "(this host:" in out
     code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", "skylake-sp", *FAST)
     assert code == 0 and "a model" in out and "this host:" not in out
+    sweep = ["sweep", "triad", "n=64,128", "--workers", "1", "--measure", "--min-time", "0",
+             "-q", "--machine"]  # fmt: skip
+    code, out, _ = run(capsys, *sweep, "host")
+    text = " ".join(out.split())
+    assert code == 0 and "this host's measured figures" in text and "not this host" not in text
+    code, out, _ = run(capsys, *sweep, "skylake-sp")
+    text = " ".join(out.split())
+    assert code == 0 and "which is not this host" in text
 
 
 @pytest.mark.parametrize(
