@@ -851,12 +851,11 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
     elif not machine.missing():
         from hroof.roofline import plots
+        from hroof.roofline.report import _replace_with
 
         fig = plots.plot_side_by_side(points, machine)
         for ext in ("png", "svg"):
-            tmp = out / f".roofline.partial.{ext}"
-            fig.savefig(tmp, dpi=110)
-            os.replace(tmp, out / f"roofline.{ext}")
+            _replace_with(out / f"roofline.{ext}", lambda tmp: fig.savefig(tmp, dpi=110))
             written.append(out / f"roofline.{ext}")
     return written
 

@@ -238,3 +238,38 @@ def test_measured_field_round_trips(synthetic, tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))
     back, _ = load_sweep(tmp_path)
     assert [p.measured for p in back] == [p.measured for p in pts]
+
+
+def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypatch):
+    """Ctrl-C (or a full disk) while the report's figures are written: the files already
+    renamed stay whole, and no temporary file is left behind."""
+    from matplotlib.figure import Figure
+
+    from hroof.errors import HroofError
+    from hroof.roofline.report import _replace_with, write_report
+
+    machine, pts = synthetic
+    real, calls = Figure.savefig, []
+
+    def savefig(self, fname, *args, **kwargs):
+        if not hasattr(fname, "write"):  # a file, not the report's in-memory PNG
+            calls.append(fname)
+            if len(calls) == 2:
+                Path(fname).write_bytes(b"half a figure")
+                raise KeyboardInterrupt
+        return real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    out = tmp_path / "report"
+    with pytest.raises(KeyboardInterrupt):
+        write_report(pts, machine, out, title="t")
+    assert sorted(p.name for p in out.iterdir()) == [Path(calls[0]).name[1:].replace(
+        ".partial", "")]  # fmt: skip
+
+    def full_disk(tmp):
+        tmp.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(HroofError, match=r"cannot write .*x\.html: No space left on device"):
+        _replace_with(out / "x.html", full_disk)
+    assert not (out / "x.html").exists() and not (out / ".x.partial.html").exists()
