@@ -273,3 +273,35 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     with pytest.raises(HroofError, match=r"cannot write .*x\.html: No space left on device"):
         _replace_with(out / "x.html", full_disk)
     assert not (out / "x.html").exists() and not (out / ".x.partial.html").exists()
+
+
+def test_plot_measured_labels_a_narrow_range():
+    """Measured and predicted within one decade, the top between 10 and 20 GFLOP/s: the
+    y axis labels ticks up to near the highest point (a log axis labelled nothing
+    between its power of ten, 10, and the next minor tick, 20)."""
+    from dataclasses import replace
+
+    from hroof.roofline import plots
+    from hroof.roofline.analysis import roofline
+    from hroof.roofline.machine import machine_from_dict
+    from hroof.roofline.sweep import expand_grid, run_sweep
+
+    scaled = {
+        **TEACH,
+        "compute": {"peak": 120.0},
+        "memory": {"bandwidth": 45.0},
+        "level": [{**lv, "bandwidth": 3 * lv["bandwidth"]} for lv in TEACH["level"]],
+    }
+    machine = machine_from_dict(scaled)
+    pts = run_sweep("stencil7", expand_grid("stencil7", {"n": "4,8,16"}), machine.hierarchy,
+                    workers=1)  # fmt: skip
+    pts = [replace(p, measured={"gflop_s": roofline(p.result, machine).bound * f})
+           for p, f in zip(pts, (1.0, 1.3, 1.6), strict=True)]  # fmt: skip
+    ax = plots.plot_measured(pts, machine, "n").axes[0]
+    ax.figure.canvas.draw()
+    lo, hi = ax.get_ylim()
+    top = max(p.measured["gflop_s"] for p in pts)
+    assert hi / lo < 10 and 10 < top < 20, (lo, hi, top)
+    shown = [float(t.get_text()) for t in ax.yaxis.get_ticklabels(which="both")
+             if t.get_text() and lo <= t.get_position()[1] <= hi]  # fmt: skip
+    assert len(shown) >= 3 and max(shown) >= top / 1.3, (shown, lo, hi, top)
