@@ -401,6 +401,16 @@ def test_import_by_order_and_by_name(onto):
     assert m.all_bandwidths() == [("L1d", None), ("L2u", 100.0), ("MEM", 20.0)]
 
 
+def test_import_ignores_metadata_that_is_not_a_table(onto, tmp_path):
+    path = tmp_path / "roofline.json"
+    path.write_text(
+        '{"empirical": {"metadata": "x", "gflops": {"data": [["GFLOPs", 5]], "metadata": 3},'
+        ' "gbytes": {"data": [["DRAM", 10]]}}}'
+    )
+    m = files.check_loads(files.import_ert_toml(files.read_ert(path), onto), "x")
+    assert m.peak == 5.0 and m.memory_bandwidth == 10.0
+
+
 def test_import_precision_named_entries_and_timestamp(onto):
     # ERT's precision-aware summary.py names the entries 'DP GFLOPs', 'SP GFLOPs', ...
     # (another version 'FP64 GFLOPs', ...), and stamps the database with time.time()
@@ -440,8 +450,10 @@ def test_import_errors(onto, gflops, gbytes, match):
         ('{"empirical": {}}', "is not an ERT roofline.json"),
         (
             '{"empirical": {"gflops": {"data": [["GFLOPs", "x"]]}, "gbytes": {"data": []}}}',
-            "lists of \\[name, number\\]",
+            "lists of \\[name, number\\] \\(problem at empirical.gflops\\)",
         ),
+        ("[1, 2]", "problem at the top level"),
+        ('{"empirical": {"gflops": {"data": []}, "gbytes": {"data": []}}}', "has no figures"),
     ],
 )
 def test_read_ert_errors(tmp_path, content, match):

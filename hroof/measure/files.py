@@ -374,9 +374,11 @@ def read_ert(path: str | Path) -> dict:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not JSON: {exc}") from None
+    where = "the top level"
     try:
         emp = doc["empirical"]
         for part in ("gflops", "gbytes"):
+            where = f"empirical.{part}"
             data = emp[part]["data"]
             if not isinstance(data, list) or not all(
                 isinstance(e, list)
@@ -387,12 +389,22 @@ def read_ert(path: str | Path) -> dict:
                 for e in data
             ):
                 raise TypeError(part)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, IndexError):
         raise ConfigError(
             f"{path} is not an ERT roofline.json: it needs empirical.gflops.data and "
-            f"empirical.gbytes.data as lists of [name, number] (problem at {exc})"
+            f"empirical.gbytes.data as lists of [name, number] (problem at {where})"
         ) from None
+    if not emp["gflops"]["data"] and not emp["gbytes"]["data"]:
+        raise ConfigError(
+            f"{path} has no figures: empirical.gflops.data and .gbytes.data are empty"
+        )
     return doc
+
+
+def _meta(part: dict) -> dict:
+    """A part's ``metadata`` table (empty when missing or not a table: it is only comments)."""
+    meta = part.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def ert_figures(doc: dict, machine: Machine, source: str = "roofline.json") -> Figures:
@@ -406,12 +418,8 @@ def ert_figures(doc: dict, machine: Machine, source: str = "roofline.json") -> F
     name, the others to L1, L2, ... in turn.
     """
     emp = doc["empirical"]
-    meta = emp.get("metadata") or {}
-    date = (
-        meta.get("DATE")
-        or meta.get("TIMESTAMP_DB")
-        or (emp["gflops"].get("metadata") or {}).get("TIMESTAMP_DB", "")
-    )
+    meta = _meta(emp)
+    date = meta.get("DATE") or meta.get("TIMESTAMP_DB") or _meta(emp["gflops"]).get("TIMESTAMP_DB")
     if isinstance(date, (int, float)) and not isinstance(date, bool) and date > 0:
         # ERT stamps its database with time.time(): seconds since the epoch
         date = datetime.fromtimestamp(date, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -471,7 +479,7 @@ def import_ert_toml(doc: dict, machine: Machine, source: str = "roofline.json") 
         f"{machine.name}: figures imported by `hroof machine import-ert` from {source}.",
         f"Hierarchy from {machine.source or machine.name}.",
     ]
-    meta = doc["empirical"].get("metadata", {})
+    meta = _meta(doc["empirical"])
     measured = {"imported_from": str(source)}
     for k in ("DATE", "CPU", "TOOL", "HOSTNAME", "ERT_VERSION"):
         if isinstance(meta.get(k), (str, int, float)) and not isinstance(meta.get(k), bool):
