@@ -762,11 +762,19 @@ def format_sweep(points, machine, walls) -> str:
             "see 'hroof machine show')"
         )
     if measured:
+        from hroof.commands.run import is_measured_host
+
+        host = is_measured_host(machine)
         lines += textwrap.wrap(
             "measured: the kernel run natively on this host (one thread), median GFLOP/s of "
             "the timed repeats and their interquartile range (IQR: the middle half); "
-            f"predicted: the bound of the machine model {machine.name}"
-            + (", which is not this host unless it is --machine host" if known else "")
+            + (
+                f"predicted: the bound of {machine.name}, this host's measured figures "
+                "('hroof machine measure')"
+                if host
+                else f"predicted: the bound of the machine model {machine.name}"
+                + (", which is not this host (use --machine host)" if known else "")
+            )
             + ". POOR: under half the bound (the roofline's poor-performance region)."
             + (f" {poor} of {len(points)} points are POOR." if poor else ""),
             REPORT_WIDTH,
@@ -843,12 +851,11 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
     elif not machine.missing():
         from hroof.roofline import plots
+        from hroof.roofline.report import _replace_with
 
         fig = plots.plot_side_by_side(points, machine)
         for ext in ("png", "svg"):
-            tmp = out / f".roofline.partial.{ext}"
-            fig.savefig(tmp, dpi=110)
-            os.replace(tmp, out / f"roofline.{ext}")
+            _replace_with(out / f"roofline.{ext}", lambda tmp: fig.savefig(tmp, dpi=110))
             written.append(out / f"roofline.{ext}")
     return written
 

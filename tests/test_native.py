@@ -297,3 +297,16 @@ def test_measurement_structure():
     assert d["footprint_bytes"] == 3 * 64 * 8 and d["core_bytes"] == 3 * 64 * 8
     assert d["timing"]["repeats"] >= 3
     assert d["gflop_s_min"] <= d["gflop_s"] <= d["gflop_s_max"]
+
+
+def test_arrays_larger_than_free_memory_are_refused(monkeypatch):
+    """Linux overcommits: a buffer larger than the free memory is allocated, and the
+    process is killed when it fills it. hroof refuses it first, naming the sizes."""
+    import hroof.measure.run
+
+    plan = plan_kernel("triad", n=1000)  # 24,000 bytes
+    monkeypatch.setattr(hroof.measure.run, "mem_available", lambda: 10_000)
+    with pytest.raises(HroofError, match="need 24,000 bytes, more than the 10,000 bytes"):
+        prepare(plan)
+    monkeypatch.setattr(hroof.measure.run, "mem_available", lambda: None)  # unknown: try
+    assert sum(a.size for a in prepare(plan).arrays.values()) == 3000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,28 @@ def test_run_predict_against_a_machine(capsys):
     code, out, _ = run(capsys, "run", "stencil7", "n=8", "--machine", "skylake-sp", "--predict",
                        *FAST)  # fmt: skip
     assert "measured / predicted" in out and "a model" in out
+
+
+def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
+    from hroof.cachesim.config import bundled_machines
+
+    host = tmp_path / "host.toml"
+    host.write_text(Path(bundled_machines()["skylake-sp"]).read_text())
+    monkeypatch.setenv("HROOF_HOST_MACHINE", str(host))
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", "host", *FAST)
+    assert code == 0 and "(this host:" in out and "a model" not in out
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", str(host), *FAST)
+    assert code == 0 and "(this host:" in out
+    code, out, _ = run(capsys, "run", "triad", "n=64", "--machine", "skylake-sp", *FAST)
+    assert code == 0 and "a model" in out and "this host:" not in out
+    sweep = ["sweep", "triad", "n=64,128", "--workers", "1", "--measure", "--min-time", "0",
+             "-q", "--machine"]  # fmt: skip
+    code, out, _ = run(capsys, *sweep, "host")
+    text = " ".join(out.split())
+    assert code == 0 and "this host's measured figures" in text and "not this host" not in text
+    code, out, _ = run(capsys, *sweep, "skylake-sp")
+    text = " ".join(out.split())
+    assert code == 0 and "which is not this host" in text
 
 
 @pytest.mark.parametrize(
@@ -215,3 +238,70 @@ def test_measured_field_round_trips(synthetic, tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))
     back, _ = load_sweep(tmp_path)
     assert [p.measured for p in back] == [p.measured for p in pts]
+
+
+def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypatch):
+    """Ctrl-C (or a full disk) while the report's figures are written: the files already
+    renamed stay whole, and no temporary file is left behind."""
+    from matplotlib.figure import Figure
+
+    from hroof.errors import HroofError
+    from hroof.roofline.report import _replace_with, write_report
+
+    machine, pts = synthetic
+    real, calls = Figure.savefig, []
+
+    def savefig(self, fname, *args, **kwargs):
+        if not hasattr(fname, "write"):  # a file, not the report's in-memory PNG
+            calls.append(fname)
+            if len(calls) == 2:
+                Path(fname).write_bytes(b"half a figure")
+                raise KeyboardInterrupt
+        return real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    out = tmp_path / "report"
+    with pytest.raises(KeyboardInterrupt):
+        write_report(pts, machine, out, title="t")
+    assert sorted(p.name for p in out.iterdir()) == [Path(calls[0]).name[1:].replace(
+        ".partial", "")]  # fmt: skip
+
+    def full_disk(tmp):
+        tmp.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(HroofError, match=r"cannot write .*x\.html: No space left on device"):
+        _replace_with(out / "x.html", full_disk)
+    assert not (out / "x.html").exists() and not (out / ".x.partial.html").exists()
+
+
+def test_plot_measured_labels_a_narrow_range():
+    """Measured and predicted within one decade, the top between 10 and 20 GFLOP/s: the
+    y axis labels ticks up to near the highest point (a log axis labelled nothing
+    between its power of ten, 10, and the next minor tick, 20)."""
+    from dataclasses import replace
+
+    from hroof.roofline import plots
+    from hroof.roofline.analysis import roofline
+    from hroof.roofline.machine import machine_from_dict
+    from hroof.roofline.sweep import expand_grid, run_sweep
+
+    scaled = {
+        **TEACH,
+        "compute": {"peak": 120.0},
+        "memory": {"bandwidth": 45.0},
+        "level": [{**lv, "bandwidth": 3 * lv["bandwidth"]} for lv in TEACH["level"]],
+    }
+    machine = machine_from_dict(scaled)
+    pts = run_sweep("stencil7", expand_grid("stencil7", {"n": "4,8,16"}), machine.hierarchy,
+                    workers=1)  # fmt: skip
+    pts = [replace(p, measured={"gflop_s": roofline(p.result, machine).bound * f})
+           for p, f in zip(pts, (1.0, 1.3, 1.6), strict=True)]  # fmt: skip
+    ax = plots.plot_measured(pts, machine, "n").axes[0]
+    ax.figure.canvas.draw()
+    lo, hi = ax.get_ylim()
+    top = max(p.measured["gflop_s"] for p in pts)
+    assert hi / lo < 10 and 10 < top < 20, (lo, hi, top)
+    shown = [float(t.get_text()) for t in ax.yaxis.get_ticklabels(which="both")
+             if t.get_text() and lo <= t.get_position()[1] <= hi]  # fmt: skip
+    assert len(shown) >= 3 and max(shown) >= top / 1.3, (shown, lo, hi, top)

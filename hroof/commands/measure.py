@@ -34,10 +34,11 @@ examples:
   hroof machine import-ert Results/Run.001/roofline.json --onto host --out ert.toml
   hroof machine import-ert roofline.json --onto skylake-sp
 
-gflops entries: 'GFLOPs' or 'FP64 GFLOPs' is the peak, 'FP32 GFLOPs' (etc.) another
-precision's peak, '<ceiling> GFLOPs' a compute ceiling with a known name ('no FMA',
-'scalar', ...). gbytes entries map by name onto the machine's levels and memory
-(DRAM/MEM/HBM are memory), otherwise in order: L1, L2, ..., with DRAM last."""
+gflops entries: 'GFLOPs', 'FP64 GFLOPs' or 'DP GFLOPs' is the peak, 'FP32 GFLOPs' or
+'SP GFLOPs' (etc.) another precision's peak, '<ceiling> GFLOPs' a compute ceiling
+with a known name ('no FMA', 'scalar', ...). gbytes entries map by name onto the
+machine's levels and memory (DRAM/MEM/HBM are memory), otherwise in order: L1, L2,
+..., with DRAM last."""
 
 
 def register(sub, machine_sub) -> None:
@@ -115,12 +116,29 @@ def register(sub, machine_sub) -> None:
     q.set_defaults(func=cmd_machine_import_ert)
 
 
+def _check_writable(path: Path, what: str) -> None:
+    """ConfigError unless ``path`` (a directory, created later if missing) could be
+    written: checked before minutes of measuring, and without creating anything."""
+    import os
+
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{what}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what}: cannot write in {probe} (permission denied)")
+
+
 def _check_out_dir(out: str | None) -> Path | None:
     if out is None:
         return None
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {out} exists and is not a directory")
+    _check_writable(path, f"--out {out}")
     return path
 
 
@@ -165,6 +183,11 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
     from hroof.roofline.machine import host_machine_path
 
     out = _check_out_dir(args.out)
+    if not args.no_save:  # fail now, not after the measurement
+        host_path = host_machine_path()
+        if host_path.is_dir():
+            raise ConfigError(f"the host file {host_path} is a directory")
+        _check_writable(host_path.parent, f"the host file {host_path}")
     preset = args.preset or ("quick" if args.quick else "full")
     settings = PRESETS[preset]
     host = read_host()
@@ -177,9 +200,8 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
     text = files.measurement_toml(m, args.bandwidth_kernel)
     written = []
     if not args.no_save:
-        path = host_machine_path()
-        _write_atomic(path, text)
-        written.append(path)
+        _write_atomic(host_path, text)
+        written.append(host_path)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         doc = files.ert_document(m, args.bandwidth_kernel)

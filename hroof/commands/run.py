@@ -123,6 +123,20 @@ def _g(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def is_measured_host(machine) -> bool:
+    """Whether ``machine`` was loaded from the measured host file (``--machine host``)."""
+    from pathlib import Path
+
+    from hroof.roofline.machine import host_machine_path
+
+    if not machine.source:
+        return False
+    try:
+        return Path(machine.source).resolve() == host_machine_path().resolve()
+    except OSError:
+        return False
+
+
 def compulsory_bound(flops: int, footprint: int, machine) -> dict | None:
     """The machine's roofline at the compulsory AI (flops / footprint, FLOP/byte):
     ``min(peak, AI x memory bandwidth)`` GFLOP/s, or None without the figures or flops."""
@@ -214,7 +228,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             _Col("from", "<")]  # fmt: skip
     lines += ["", *_table(cols, rows)]
     if machine is not None:
-        lines += ["", f"machine    {machine.name} (a model: its figures, not this host's)"]
+        what = (
+            "this host: the figures 'hroof machine measure' measured"
+            if is_measured_host(machine)
+            else "a model: its figures, not this host's"
+        )
+        lines += ["", f"machine    {machine.name} ({what})"]
         if cbound is not None:
             ratio = f"; measured / that = {m.gflop_s / cbound['bound_gflop_s']:.2f}"
             lines.append(

@@ -33,6 +33,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from hroof.cachesim.config import format_size
@@ -49,6 +50,9 @@ else:  # pragma: no cover
 DEFAULT_BANDWIDTH_KERNEL = "read"
 #: ERT's name of the gflops entry that is the roof.
 ERT_PEAK = "GFLOPs"
+#: ERT's precision-aware versions name the gflops entries by precision: "DP GFLOPs",
+#: "SP GFLOPs", "HP GFLOPs" in one, "FP64 GFLOPs", "FP32 GFLOPs", "FP16 GFLOPs" in another.
+ERT_PRECISIONS = {"DP": "fp64", "SP": "fp32", "HP": "fp16"}
 #: Names ERT (and others) give memory in ``gbytes``.
 ERT_MEMORY_NAMES = ("DRAM", "MEM", "HBM", "MCDRAM")
 
@@ -370,9 +374,11 @@ def read_ert(path: str | Path) -> dict:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not JSON: {exc}") from None
+    where = "the top level"
     try:
         emp = doc["empirical"]
         for part in ("gflops", "gbytes"):
+            where = f"empirical.{part}"
             data = emp[part]["data"]
             if not isinstance(data, list) or not all(
                 isinstance(e, list)
@@ -383,33 +389,46 @@ def read_ert(path: str | Path) -> dict:
                 for e in data
             ):
                 raise TypeError(part)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, IndexError):
         raise ConfigError(
             f"{path} is not an ERT roofline.json: it needs empirical.gflops.data and "
-            f"empirical.gbytes.data as lists of [name, number] (problem at {exc})"
+            f"empirical.gbytes.data as lists of [name, number] (problem at {where})"
         ) from None
+    if not emp["gflops"]["data"] and not emp["gbytes"]["data"]:
+        raise ConfigError(
+            f"{path} has no figures: empirical.gflops.data and .gbytes.data are empty"
+        )
     return doc
+
+
+def _meta(part: dict) -> dict:
+    """A part's ``metadata`` table (empty when missing or not a table: it is only comments)."""
+    meta = part.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def ert_figures(doc: dict, machine: Machine, source: str = "roofline.json") -> Figures:
     """Map an ERT document's figures onto ``machine``'s levels.
 
-    gflops: ``GFLOPs`` (or ``FP64 GFLOPs``) is the peak; ``FP32 GFLOPs`` etc. are other
-    precisions' peaks; ``<name> GFLOPs`` with a known compute ceiling name is that
-    ceiling. gbytes: entries named as the machine's levels or memory map by name
-    (``DRAM``/``MEM``/``HBM`` are memory); otherwise the entries map by order: the
-    last one to memory if it has a memory name, the others to L1, L2, ... in turn.
+    gflops: ``GFLOPs`` (or ``FP64 GFLOPs``, ``DP GFLOPs``) is the peak; ``FP32 GFLOPs``
+    (``SP GFLOPs``), ``HP GFLOPs`` etc. are other precisions' peaks; ``<name> GFLOPs``
+    with a known compute ceiling name is that ceiling. gbytes: entries named as the
+    machine's levels or memory map by name (``DRAM``/``MEM``/``HBM`` are memory);
+    otherwise the entries map by order: the last one to memory if it has a memory
+    name, the others to L1, L2, ... in turn.
     """
     emp = doc["empirical"]
-    date = emp.get("metadata", {}).get("DATE") or emp.get("gflops", {}).get("metadata", {}).get(
-        "TIMESTAMP_DB", ""
-    )
+    meta = _meta(emp)
+    date = meta.get("DATE") or meta.get("TIMESTAMP_DB") or _meta(emp["gflops"]).get("TIMESTAMP_DB")
+    if isinstance(date, (int, float)) and not isinstance(date, bool) and date > 0:
+        # ERT stamps its database with time.time(): seconds since the epoch
+        date = datetime.fromtimestamp(date, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     note = f"from ERT {source}" + (f" ({date})" if date else "")
     figs = Figures()
-    precs = {p.upper(): p for p in PRECISIONS}
+    precs = {p.upper(): p for p in PRECISIONS} | ERT_PRECISIONS
     for name, value in emp["gflops"]["data"]:
         label = name[: -len(" GFLOPs")] if name.endswith(" GFLOPs") else name
-        if name in (ERT_PEAK, "FP64 GFLOPs"):
+        if name == ERT_PEAK or precs.get(label) == "fp64":
             if figs.peak.value is not None:
                 raise ConfigError(f"{source}: two peak entries in gflops ({name!r})")
             figs.peak = Figure(float(value), note)
@@ -419,8 +438,9 @@ def ert_figures(doc: dict, machine: Machine, source: str = "roofline.json") -> F
             figs.ceilings.append((label, Figure(float(value), note)))
         else:
             raise ConfigError(
-                f"{source}: cannot map gflops entry {name!r}: hroof reads 'GFLOPs' or 'FP64 "
-                "GFLOPs' (the peak), '<PRECISION> GFLOPs' (FP32, FP16, ...) and '<ceiling> "
+                f"{source}: cannot map gflops entry {name!r}: hroof reads 'GFLOPs', 'FP64 "
+                "GFLOPs' or 'DP GFLOPs' (the peak), '<PRECISION> GFLOPs' (FP32 or SP, FP16 "
+                "or HP, ...) and '<ceiling> "
                 f"GFLOPs' with a known ceiling name ({', '.join(COMPUTE_CEILINGS)})"
             )
     if figs.peak.value is None and emp["gflops"]["data"]:
@@ -459,7 +479,7 @@ def import_ert_toml(doc: dict, machine: Machine, source: str = "roofline.json") 
         f"{machine.name}: figures imported by `hroof machine import-ert` from {source}.",
         f"Hierarchy from {machine.source or machine.name}.",
     ]
-    meta = doc["empirical"].get("metadata", {})
+    meta = _meta(doc["empirical"])
     measured = {"imported_from": str(source)}
     for k in ("DATE", "CPU", "TOOL", "HOSTNAME", "ERT_VERSION"):
         if isinstance(meta.get(k), (str, int, float)) and not isinstance(meta.get(k), bool):

@@ -133,6 +133,15 @@ def arena(arrays: tuple[Array, ...], dtypes: dict[str, type], align: int = 64) -
     start = min(a.base for a in arrays)
     end = max(a.end for a in arrays)
     boundary = max(PAGE, align)  # the layout's base (BASE) is aligned to it
+    from hroof.measure.run import mem_available
+
+    free = mem_available()
+    if free is not None and end - start > free:
+        # Linux hands out more than it has and kills the process when it fills the pages
+        raise HroofError(
+            f"the kernel's arrays need {end - start:,} bytes, more than the "
+            f"{free:,} bytes of memory available (MemAvailable); choose a smaller size"
+        )
     try:
         raw = np.empty(end - start + boundary, dtype=np.uint8)
     except MemoryError:

@@ -349,7 +349,11 @@ def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *,
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     lo, hi = ax.get_ylim()
-    if hi / lo < 100:  # two decades or less: label some minor ticks, as plain numbers
+    if hi / lo < 10:  # less than a decade: a log axis would label one or two ticks at most
+        ticks = [t for t in matplotlib.ticker.MaxNLocator(8).tick_values(lo, hi) if lo <= t <= hi]
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    elif hi / lo < 100:  # two decades or less: label some minor ticks, as plain numbers
 
         def minor(v, _pos, every=hi / lo >= 10):
             lead = round(v / 10 ** np.floor(np.log10(v)))

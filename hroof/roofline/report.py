@@ -185,19 +185,29 @@ def write_report(
     embedded = []
     for name, fig in _figures(points, machine, walls, param).items():
         for ext in ("png", "svg"):
-            tmp = out / f".{name}.partial.{ext}"
-            fig.savefig(tmp, dpi=110)
-            os.replace(tmp, out / f"{name}.{ext}")
+            _replace_with(out / f"{name}.{ext}", lambda tmp, fig=fig: fig.savefig(tmp, dpi=110))
             written.append(out / f"{name}.{ext}")
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
     page = _html(title, machine, points, walls, param, embedded, summary)
-    tmp = out / ".report.partial.html"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out / "report.html")
+    _replace_with(out / "report.html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
     written.append(out / "report.html")
     return written
+
+
+def _replace_with(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` to a hidden temporary file beside ``path``, then rename it to ``path``;
+    on any error or Ctrl-C the temporary file is removed (no partial file is left)."""
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
 
 
 def _table_html(rows: list[list[str]]) -> str:
