@@ -842,3 +842,15 @@ def test_sweep_json_and_unknown_figures(capsys, sweep_cache):
 )
 def test_sweep_bad_input(capsys, sweep_cache, argv, words):
     assert_bad(capsys, argv, *words)
+
+
+def test_sweep_of_a_kernel_without_flops_writes_its_report(capsys, tmp_path, monkeypatch):
+    """copy has no flops: no roofline or AI figure can be drawn, but the sweep's report
+    (tables, traffic figure) is written and the command succeeds."""
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
+    out_dir = tmp_path / "copy"
+    code, _out, err = run(capsys, "sweep", "copy", "n=1000,2000", "--machine", "teaching",
+                         "--out", out_dir, "--quiet")  # fmt: skip
+    assert code == 0, err
+    assert (out_dir / "report.html").is_file() and (out_dir / "traffic.png").is_file()
+    assert not (out_dir / "roofline.png").exists() and not (out_dir / "ai_vs_size.png").exists()

@@ -123,3 +123,19 @@ def test_rooflines_need_the_figures(sweep):
     words = r"has no .*DRAM bandwidth, compute peak; a roofline plot"
     with pytest.raises(ConfigError, match=words):
         plots.plot_hierarchical(sweep, bare)
+
+
+def test_roofline_of_runs_without_flops_is_a_clear_error(machine):
+    from hroof.errors import HroofError
+    from hroof.runs import simulate_kernel
+
+    copy = simulate_kernel("copy", machine.hierarchy, n=512)
+    with pytest.raises(HroofError, match="needs runs with flops"):
+        plots.plot_hierarchical([copy], machine)
+    with pytest.raises(HroofError, match="needs runs with flops"):
+        plots.plot_carm([copy], machine)
+    # runs without flops are left out beside runs with them
+    triad = simulate_kernel("triad", machine.hierarchy, n=512)
+    (ax,) = plots.plot_carm([copy, triad], machine).axes
+    (dots,) = [ln for ln in ax.lines if ln.get_label() == "run (L1 AI)"]
+    assert len(dots.get_xdata()) == 1

@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hroof.cachesim import SimResult
+from hroof.errors import HroofError
 from hroof.roofline.analysis import roofline
 from hroof.roofline.machine import Machine
 from hroof.roofline.sweep import SweepPoint, Wall
@@ -137,13 +138,23 @@ def _label(point: SweepPoint | SimResult, param: str | None) -> str:
     return ""
 
 
+def _with_ai(points):
+    """The points whose runs have an arithmetic intensity (flops), and their results; an
+    error naming the problem when none has (a roofline of a kernel without flops)."""
+    kept = [p for p in points if (p.result if isinstance(p, SweepPoint) else p).flops]
+    if not kept:
+        raise HroofError("a roofline plot needs runs with flops (arithmetic intensity); "
+                         "these have none")  # fmt: skip
+    return kept, [p.result if isinstance(p, SweepPoint) else p for p in kept]
+
+
 def plot_hierarchical(
     points: Sequence[SweepPoint | SimResult], machine: Machine, *, param: str | None = None,
     ax=None, title: str = "Hierarchical roofline",
 ):  # fmt: skip
     """One horizontal line of dots per run (a dot per level at its AI, at the run's bound);
     over a sweep, each level's dots joined as a trajectory labelled with the level."""
-    results = [p.result if isinstance(p, SweepPoint) else p for p in points]
+    points, results = _with_ai(points)
     fig, ax = _axes(ax, title)
     ais = [ai for r in results for _, ai in level_ais(r) if ai]
     xlim = _xlim(ais, machine)
@@ -177,7 +188,7 @@ def plot_carm(
     """One dot per run at its L1 AI (the CARM's single AI), at the run's predicted
     performance (the hierarchical bound): over a sweep the dots drop at constant AI from
     under one bandwidth roof to under the next, as the binding level moves down."""
-    results = [p.result if isinstance(p, SweepPoint) else p for p in points]
+    points, results = _with_ai(points)
     fig, ax = _axes(ax, title)
     ais = [r.levels[0].ai for r in results if r.levels[0].ai]
     xlim = _xlim(ais, machine)

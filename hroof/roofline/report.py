@@ -150,11 +150,14 @@ def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], para
     from hroof.roofline import plots
 
     figs = {}
-    if not machine.missing():
+    # Rooflines and AI need flops: a kernel without (copy) gets its traffic figure only.
+    flops = any(p.result.flops for p in points)
+    if flops and not machine.missing():
         figs["roofline"] = plots.plot_side_by_side(points, machine, param=param)
-    figs["ai_vs_size"] = plots.plot_ai_vs_size(
-        points, param, walls=walls, predicted=predicted_walls(points, machine, param)
-    )
+    if flops:
+        figs["ai_vs_size"] = plots.plot_ai_vs_size(
+            points, param, walls=walls, predicted=predicted_walls(points, machine, param)
+        )
     if points[0].result.classified:
         figs["traffic"] = plots.plot_traffic(points, param)
     if not machine.missing() and any(p.measured for p in points):
