@@ -366,6 +366,8 @@ def format_machine(machine: hroof.roofline.Machine | HierarchyConfig) -> str:
             value = f"{len(value)} entries (see the file)"
         elif isinstance(value, list):
             value = "; ".join(map(str, value))
+        if value in ("", None):
+            continue
         items.append((f"measured {key}", str(value)))
     head = _header_block(items, REPORT_WIDTH)
     ceilings = [*machine.ceilings, *machine.bandwidth_ceilings]

@@ -249,8 +249,12 @@ class Plan:
                 yield addr[:n].copy(), size[:n].copy(), kind[:n].copy()
 
     def source(self) -> dict:
-        """The ``source`` field of a result: ``{"kernel": ..., "params": ...}``."""
-        return {"kernel": self.kernel, "params": dict(self.params)}
+        """The ``source`` field of a result: ``{"kernel": ..., "params": ...}``, plus
+        ``"extra"`` when the plan has extra facts (e.g. BCSR's executed flops and fill)."""
+        out = {"kernel": self.kernel, "params": dict(self.params)}
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        return out
 
 
 @dataclass(frozen=True)
