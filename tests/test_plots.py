@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 import pytest
 
 from hroof.errors import ConfigError
@@ -71,7 +72,18 @@ def test_hierarchical(machine, sweep):
     for p in sweep:
         perf, _ = plots.bound(p.result, machine)
         assert perf <= 40.0
-    assert sum(f"n={p.params['n']}" in t for p in sweep) == len(sweep)
+    # Every run is named by a label, alone ("n=4") or in a merged range ("n=16..64") where
+    # the runs' labels would overlap; no label stands on another.
+    named = []
+    for label in (x for x in t if x.startswith("n=")):
+        lo, _, hi = label[2:].partition("..")
+        ns = [p.params["n"] for p in sweep]
+        named += ns[ns.index(int(lo)) : ns.index(int(hi or lo)) + 1]
+    assert named == [p.params["n"] for p in sweep]
+    anchors = [np.log10(a.xy) for a in ax.texts if a.get_text().startswith("n=")]
+    for i, (x1, y1) in enumerate(anchors):
+        for x2, y2 in anchors[i + 1 :]:
+            assert abs(y1 - y2) >= 0.02 or abs(x1 - x2) >= 0.3, (x1, y1, x2, y2)
 
 
 def test_carm_dots_at_constant_ai(machine, sweep):

@@ -138,6 +138,39 @@ def _label(point: SweepPoint | SimResult, param: str | None) -> str:
     return ""
 
 
+def _annotate_runs(ax, labels: list[tuple[str, float, float, str]], *, dx: int = 4) -> None:
+    """Label runs at (x, y), merging runs whose labels would overlap.
+
+    ``labels`` holds (value, x, y, suffix) in sweep order, e.g. ("n=64", 0.29, 4.07,
+    ""). Consecutive runs within 11 % in y and a factor 2 in x of the first run of their
+    group (on these log axes, about the height of a 7-point label) are labelled once,
+    "n=64..256"; the suffix (the binding level in the CARM) is kept when the group
+    shares it.
+    """
+    groups: list[list[tuple[str, float, float, str]]] = []
+    for item in labels:
+        if groups:
+            first = groups[-1][0]
+            if (
+                abs(np.log10(item[2] / first[2])) < 0.045
+                and abs(np.log10(item[1] / first[1])) < 0.3
+            ):
+                groups[-1].append(item)
+                continue
+        groups.append([item])
+    for g in groups:
+        text = g[0][0]
+        if len(g) > 1:
+            text += ".." + g[-1][0].split("=", 1)[-1]
+        suffixes = {s for *_, s in g}
+        if len(suffixes) == 1 and g[0][3]:
+            text += f" ({g[0][3]})"
+        x = max(x for _, x, _, _ in g)
+        y = float(np.sqrt(min(y for *_, y, _ in g) * max(y for *_, y, _ in g)))
+        ax.annotate(text, (x, y), fontsize=7, xytext=(dx, 0), textcoords="offset points",
+                    va="center")  # fmt: skip
+
+
 def _with_ai(points):
     """The points whose runs have an arithmetic intensity (flops), and their results; an
     error naming the problem when none has (a roofline of a kernel without flops)."""
@@ -161,6 +194,7 @@ def plot_hierarchical(
     _draw_roofs(ax, machine, xlim)
     names = [n for n, _ in machine.all_bandwidths()]
     track = {n: ([], []) for n in names}
+    labels = []
     for p, r in zip(points, results, strict=True):
         perf, _ = bound(r, machine)
         row = [(n, ai) for n, ai in level_ais(r) if ai]
@@ -169,8 +203,8 @@ def plot_hierarchical(
             track[n][0].append(ai)
             track[n][1].append(perf)
         if param:
-            ax.annotate(_label(p, param), (max(ai for _, ai in row), perf), fontsize=7,
-                        xytext=(4, 0), textcoords="offset points", va="center")  # fmt: skip
+            labels.append((_label(p, param), max(ai for _, ai in row), perf, ""))
+    _annotate_runs(ax, labels)
     for i, n in enumerate(names):
         xs, ys = track[n]
         if xs:
@@ -193,14 +227,14 @@ def plot_carm(
     ais = [r.levels[0].ai for r in results if r.levels[0].ai]
     xlim = _xlim(ais, machine)
     _draw_roofs(ax, machine, xlim)
-    xs, ys = [], []
+    xs, ys, labels = [], [], []
     for p, r in zip(points, results, strict=True):
         perf, binding = bound(r, machine)
         xs.append(r.levels[0].ai)
         ys.append(perf)
         if param:
-            ax.annotate(f"{_label(p, param)} ({binding})", (xs[-1], perf), fontsize=7,
-                        xytext=(5, 0), textcoords="offset points", va="center")  # fmt: skip
+            labels.append((_label(p, param), xs[-1], perf, binding))
+    _annotate_runs(ax, labels, dx=5)
     ax.plot(xs, ys, "s", color="black", ms=6, label="run (L1 AI)", zorder=3)
     mx = [(r.levels[0].ai, p.measured["gflop_s"]) for p, r in zip(points, results, strict=True)
           if isinstance(p, SweepPoint) and p.measured and p.measured.get("gflop_s")]  # fmt: skip
