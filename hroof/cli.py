@@ -591,7 +591,7 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
     machine = load_machine(hierarchy.source)
     if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
         return ""
-    lines = guidance(result, machine).lines()
+    lines = guidance(result, machine).lines(width=_width())
     return "\n\nRoofline guidance on " + machine.name + ":\n" + "\n".join(lines)
 
 
@@ -635,8 +635,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "the three planes the stencil reuses; the layer condition predicts the same from the",
         "cache's capacity alone.",
         "",
-        f"report: {written[-1]} (figures beside it)",
     ]
+    if demo.large.flops:
+        from hroof.roofline.guidance import guidance
+
+        g = guidance(demo.large, machine)
+        lines += [f"n={DEMO_LARGE}: {g.lines()[0]}", "What to optimise next:"]
+        for i, s in enumerate(g.steps, 1):
+            lines += textwrap.wrap(s.text, _width(), initial_indent=f"  {i}. ",
+                                   subsequent_indent="     ")  # fmt: skip
+        if g.moot:
+            lines.append(f"  (need not: {', '.join(s.what for s in g.moot)}: above the bound)")
+        lines.append("")
+    lines.append(f"report: {written[-1]} (figures beside it)")
     _emit("\n".join(lines))
     return 0
 

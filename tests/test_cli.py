@@ -330,6 +330,7 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     assert rows["L1"].split()[1:3] == ["0.109", "0.109"]  # L1 AI = 7/64 at both sizes
     assert "between n=16 and n=32" in rows["L1"] and rows["L1"].split()[-1] == "30"
     assert "between n=128 and n=256" in rows["L2"] and rows["L2"].split()[-1] == "179"
+    assert "n=256: Bound" in out and "What to optimise next:" in out
     page = (out_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 3
     for caption in ("Hierarchical (left) and cache-aware (right)", "Locality walls",

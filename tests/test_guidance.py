@@ -239,3 +239,11 @@ def test_compulsory_floor_is_not_called_a_ceiling():
     assert "traffic is already at its compulsory floor" in head
     g2 = guidance_for_ais({"L1": 0.1, "L2": 0.2, "DRAM": 0.25}, machine_from_dict(DOC))
     assert "Need not (these ceilings lie above the kernel's roof at its AI):" in g2.lines()
+
+
+def test_lines_wrap_to_a_width(machine):
+    g = guidance(simulate_kernel("stencil7", machine.hierarchy, n=64), machine)
+    wide, narrow = g.lines(), g.lines(width=60)
+    assert max(len(ln) for ln in wide) > 60
+    assert all(len(ln) <= 60 for ln in narrow)
+    assert " ".join(" ".join(wide).split()) == " ".join(" ".join(narrow).split())

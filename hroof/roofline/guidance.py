@@ -25,6 +25,7 @@ the bound would rise if that part of the traffic were gone.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -106,13 +107,22 @@ class Guidance:
     steps: tuple[Step, ...]
     moot: tuple[Step, ...]
 
-    def lines(self) -> list[str]:
-        """The guidance as numbered lines for a terminal or a report."""
+    def lines(self, width: int | None = None) -> list[str]:
+        """The guidance as numbered lines for a terminal or a report; with ``width``, each
+        item is wrapped to that many columns with a hanging indent."""
+
+        def item(head: str, text: str) -> list[str]:
+            if width is None:
+                return [head + text]
+            return textwrap.wrap(text, width, initial_indent=head,
+                                 subsequent_indent=" " * len(head))  # fmt: skip
+
         where = "compute-bound" if self.binding == "compute" else f"bound by {self.binding}"
         out = [f"Bound {self.bound:.3g} GFLOP/s, {where}."]
         if self.steps:
             out.append("What to optimise next (largest gain first):")
-            out += [f"  {i}. [{s.strategy}] {s.text}" for i, s in enumerate(self.steps, 1)]
+            for i, s in enumerate(self.steps, 1):
+                out += item(f"  {i}. ", f"[{s.strategy}] {s.text}")
         else:
             out.append("Nothing left to break through: the kernel's bound is the roof itself.")
         if self.moot:
@@ -120,8 +130,9 @@ class Guidance:
             if any(s.strategy == "data movement" for s in self.moot):
                 why = "the ceilings lie above the kernel's roof at its AI; the traffic is "
                 why += "already at its compulsory floor"
-            out.append(f"Need not ({why}):")
-            out += [f"  - {s.text}" for s in self.moot]
+            out += item("", f"Need not ({why}):")
+            for s in self.moot:
+                out += item("  - ", s.text)
         return out
 
     def to_dict(self) -> dict:
