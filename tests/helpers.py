@@ -139,3 +139,29 @@ def collect_plan(plan, chunk_size):
         assert len(addr) <= max(chunk_size, plan.per_iteration)
         out.extend(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
     return out
+
+
+def run_cli(capsys, *argv):
+    """Run ``hroof ARGV`` in-process; return (exit status, stdout, stderr)."""
+    from hroof.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_cli_bad(capsys, argv, *words, ignore_case=True):
+    """Exit 2, nothing on stdout, no traceback, one ``hroof: error:`` line naming every
+    one of ``words``; returns that line."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, (code, out, err)
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hroof: error: "), err
+    for word in words:
+        if ignore_case:
+            assert str(word).lower() in err.lower(), (word, err)
+        else:
+            assert str(word) in lines[0], (word, lines[0])
+    return err

@@ -12,33 +12,22 @@ import math
 import matplotlib
 import numpy as np
 import pytest
+from helpers import assert_cli_bad
+from helpers import run_cli as run
 from naive import naive_coalescing
 
 from hroof.accel import coalescing, gemm, mwp, network
 from hroof.accel.device import Device, device, element_size
-from hroof.cli import main
 from hroof.errors import ConfigError, HroofError
 from hroof.roofline.machine import bundled_machines, load_machine, machine_from_dict
 from hroof.traces import plan_kernel, write_npz
 
-GPUS = ["v100", "gtx1080ti", "a100", "h100"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def assert_bad(capsys, argv, *words):
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (code, out, err)
-    assert out == ""
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hroof: error: "), err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
+    assert_cli_bad(capsys, argv, *words, ignore_case=False)
+
+
+GPUS = ["v100", "gtx1080ti", "a100", "h100"]
 
 
 @pytest.fixture(scope="module")

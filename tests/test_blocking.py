@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import run_cli as run
 
-from hroof.cli import main
 from hroof.errors import HroofError
 from hroof.roofline.blocking import (
     blocking_doc,
@@ -31,12 +31,6 @@ def cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def teaching():
     return load_machine("teaching")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_parse_blocks():

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_cli_bad as assert_bad
+from helpers import run_cli as run
 
-from hroof.cli import EXAMPLE_FLOPS, EXAMPLE_TRACE, format_bytes, format_result, main
+from hroof.cli import EXAMPLE_FLOPS, EXAMPLE_TRACE, format_bytes, format_result
 from hroof.progress import ENV_VAR, Progress, format_duration
 from hroof.traces import write_din, write_npz
 
@@ -58,25 +60,6 @@ name = "HBM"
 
 
 # --------------------------------------------------------------------------- helpers
-def run(capsys, *argv):
-    """Run ``hroof ARGV`` in-process; return (exit status, stdout, stderr)."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_bad(capsys, argv, *words):
-    """Exit 2, nothing on stdout, one ``hroof: error:`` line naming ``words``."""
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (code, out, err)
-    assert out == ""
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("hroof: error: ")
-    for word in words:
-        assert str(word).lower() in err.lower(), (word, err)
-    return err
 
 
 def write(path: Path, text: str) -> Path:

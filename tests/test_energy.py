@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli as run
 
-from hroof.cli import main
 from hroof.errors import ConfigError, HroofError
 from hroof.roofline import load_machine, roofline
 from hroof.roofline.energy import EnergyModel, LevelCost, energy_model, run_energy
@@ -523,10 +523,6 @@ def test_plots_refuse_a_machine_without_energy():
 
 
 # --------------------------------------------------------------------------- command line
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_one_run(capsys, toy_path, tmp_path):

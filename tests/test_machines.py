@@ -12,9 +12,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import run_cli as run
 
 from hroof.cachesim import bundled_machines
-from hroof.cli import main
 from hroof.errors import ConfigError
 from hroof.roofline import load_machine
 from hroof.roofline.host import detect_host, host_toml, parse_sysfs_size, read_host
@@ -26,12 +26,6 @@ else:  # pragma: no cover
 
 PRESETS = ["skylake-sp", "zen4", "teaching"]
 REAL_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --------------------------------------------------------------------------- presets

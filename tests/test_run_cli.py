@@ -6,29 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import assert_cli_bad as assert_bad
+from helpers import run_cli as run
 
-from hroof.cli import main
 from hroof.roofline.report import load_sweep
 from hroof.traces import Kernel, Param, plan_kernel, register_kernel
 from hroof.traces.kernels import unregister_kernel
 
 FAST = ["--min-time", "0", "--repeats", "2", "-q"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_bad(capsys, argv, *words):
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (code, out, err)
-    assert out == ""
-    assert "Traceback" not in err
-    assert len(err.splitlines()) == 1 and err.startswith("hroof: error: ")
-    for w in words:
-        assert w.lower() in err.lower(), (w, err)
 
 
 @pytest.fixture(autouse=True)

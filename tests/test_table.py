@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import run_cli as run
 
 from hroof.cachesim import hierarchy
-from hroof.cli import main
 from hroof.errors import HroofError
 from hroof.roofline.machine import load_machine, machine_from_dict
 from hroof.roofline.table import (
@@ -25,12 +25,6 @@ from hroof.roofline.table import (
 )
 from hroof.runs import simulate_kernel
 from hroof.traces import plan_kernel
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(
