@@ -17,7 +17,6 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import textwrap
 from collections.abc import Sequence
 from contextlib import suppress
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import hroof
 from hroof.errors import HroofError, suggest
+from hroof.files import partial_path, replace_with, save_figure, write_text
 from hroof.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
 
@@ -493,28 +493,6 @@ def _emit(text: str) -> None:
     sys.stdout.flush()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
-
-
 def _kernel_plan(name: str, assignments: list[str]):
     """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
     from hroof.traces import get_kernel, parse_assignments
@@ -713,17 +691,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         writer = write_din
     else:
         raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
-    # Write next to the target and rename, so a failure leaves no partial file behind.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.partial{out.suffix}")
+    # Written beside the target and renamed, so a failure leaves no partial file behind.
     try:
-        writer(tmp, plan.chunks(args.chunk_size, reuse=False))
-        os.replace(tmp, out)
+        replace_with(out, lambda tmp: writer(tmp, plan.chunks(args.chunk_size, reuse=False)))
     except HroofError as exc:
-        raise HroofError(str(exc).replace(str(tmp), str(out))) from None
-    finally:
-        with suppress(OSError):
-            tmp.unlink()
+        raise HroofError(str(exc).replace(str(partial_path(out)), str(out))) from None
     _emit(
         f"wrote {out}: {plan.accesses:,} accesses of {plan.kernel} "
         f"({_assignments(plan.params)}), {plan.flops:,} flops"
@@ -837,7 +809,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 
     doc = sweep_doc(points, machine.name, walls)
     written = []
-    _write_atomic(out / "results.json", json.dumps(doc, indent=1) + "\n")
+    write_text(out / "results.json", json.dumps(doc, indent=1) + "\n")
     written.append(out / "results.json")
     buf = io.StringIO()
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
@@ -855,7 +827,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
                     *(lv.ai for lv in r.levels), r.memory.ai,
                     *([m.get("gflop_s"), m.get("gflop_s_min"), m.get("gflop_s_max")]
                       if measured else [])])  # fmt: skip
-    _write_atomic(out / "results.csv", buf.getvalue())
+    write_text(out / "results.csv", buf.getvalue())
     written.append(out / "results.csv")
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
         from hroof.roofline.report import write_report
@@ -864,12 +836,10 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
     elif not machine.missing():
         from hroof.roofline import plots
-        from hroof.roofline.report import _replace_with
 
         fig = plots.plot_side_by_side(points, machine)
         for ext in ("png", "svg"):
-            _replace_with(out / f"roofline.{ext}", lambda tmp: fig.savefig(tmp, dpi=110))
-            written.append(out / f"roofline.{ext}")
+            written.append(save_figure(fig, out / f"roofline.{ext}"))
     return written
 
 
@@ -943,7 +913,7 @@ def cmd_machine_detect(args: argparse.Namespace) -> int:
         _emit(text)
         return 0
     out = Path(args.out)
-    _write_atomic(out, text)
+    write_text(out, text)
     levels = ", ".join(f"{lv.name} {_size_text(lv.size)}" for lv in report.machine.hierarchy.levels)
     _emit(f"wrote {out}: {report.machine.name}: {levels} (bandwidths and peak unknown)")
     return 0

@@ -231,7 +231,8 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     from matplotlib.figure import Figure
 
     from hroof.errors import HroofError
-    from hroof.roofline.report import _replace_with, write_report
+    from hroof.files import replace_with
+    from hroof.roofline.report import write_report
 
     machine, pts = synthetic
     real, calls = Figure.savefig, []
@@ -256,7 +257,7 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
         raise OSError(28, "No space left on device")
 
     with pytest.raises(HroofError, match=r"cannot write .*x\.html: No space left on device"):
-        _replace_with(out / "x.html", full_disk)
+        replace_with(out / "x.html", full_disk)
     assert not (out / "x.html").exists() and not (out / ".x.partial.html").exists()
 
 

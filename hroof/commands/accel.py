@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import textwrap
-from pathlib import Path
 
 from hroof.errors import HroofError
+from hroof.files import save_figure
 
 _FMT = argparse.RawDescriptionHelpFormatter
 _DTYPES = "fp64, fp32, tf32, fp16, bf16, int8"
@@ -54,22 +53,6 @@ def _segments_arg(text: str) -> list[int]:
             f"must be transaction sizes in bytes separated by commas, e.g. 32,64,128; got {text!r}"
         )
     return values
-
-
-def _save_figure(fig, path: str) -> Path:
-    """Write a figure to ``path`` (format from its suffix) atomically."""
-    out = Path(path)
-    ext = out.suffix.lower().lstrip(".")
-    if ext not in ("png", "svg", "pdf"):
-        raise HroofError(f"--plot {path}: the file name must end in .png, .svg or .pdf")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.partial.{ext}"
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise HroofError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
 
 
 def _device(machine_spec: str, dtype: str):
@@ -186,7 +169,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     if args.plot:
         from hroof.accel.plots import gemm_figure
 
-        _save_figure(gemm_figure(analyses, dev), args.plot)
+        save_figure(gemm_figure(analyses, dev), args.plot, flag="--plot")
     if args.json:
         docs = [a.to_dict() for a in analyses]
         _emit(json.dumps(docs[0] if args.sweep is None else docs, indent=2))
@@ -311,7 +294,7 @@ def cmd_network(args: argparse.Namespace) -> int:
     if args.plot:
         from hroof.accel.plots import network_figure
 
-        _save_figure(network_figure(na, dev), args.plot)
+        save_figure(network_figure(na, dev), args.plot, flag="--plot")
     _emit(json.dumps(na.to_dict(), indent=2) if args.json else format_network(na))
     return 0
 
@@ -426,7 +409,7 @@ def cmd_mwp(args: argparse.Namespace) -> int:
             raise HroofError("--plot needs a replay: at most 100,000 memory periods")
         from hroof.accel.plots import timeline_figure
 
-        _save_figure(timeline_figure(t, r), args.plot)
+        save_figure(timeline_figure(t, r), args.plot, flag="--plot")
     if args.json:
         _emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
         return 0

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from hroof.errors import HroofError
+from hroof.files import figure_format, save_figure, write_text
 
 _DESCRIPTION = """\
 Simulate a kernel on a machine and estimate its energy with the roofline model of energy
@@ -243,21 +243,6 @@ def format_energy_sweep(points, model, estimates, vary) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------- files
-def _save(fig, path: Path) -> None:
-    """Save a figure atomically (a temporary file in the same directory, then a rename)."""
-    ext = path.suffix.lower().lstrip(".")
-    if ext not in ("png", "svg"):
-        raise HroofError(f"--plot {path}: write a .png or .svg file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.partial.{ext}")
-        fig.savefig(tmp, dpi=110, format=ext)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 # ---------------------------------------------------------------------------- command
 def cmd_energy(args: argparse.Namespace) -> int:
     """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
@@ -279,8 +264,8 @@ def cmd_energy(args: argparse.Namespace) -> int:
             "--out is for a sweep (give a list or range, e.g. n=16..256:x2); "
             "one run writes its figure with --plot FILE"
         )
-    if args.plot and Path(args.plot).suffix.lower() not in (".png", ".svg"):
-        raise HroofError(f"--plot {args.plot}: write a .png or .svg file")
+    if args.plot:
+        figure_format(args.plot, ("png", "svg"), "--plot")  # before the simulation
     if not sweep:
         from hroof.runs import simulate_kernel
         from hroof.traces import get_kernel
@@ -298,7 +283,12 @@ def cmd_energy(args: argparse.Namespace) -> int:
             given = _assignments(parse_assignments(args.params))
             title = f"{plan.kernel} ({given}) on {model.machine}" if given else (
                 f"{plan.kernel} on {model.machine}")  # fmt: skip
-            _save(plot_energy(result, model, title=title), Path(args.plot))
+            save_figure(
+                plot_energy(result, model, title=title),
+                args.plot,
+                formats=("png", "svg"),
+                flag="--plot",
+            )
             written.append(args.plot)
         if args.json:
             doc = {"schema": "hroof.energy/1", "model": model.to_dict(),
@@ -351,7 +341,6 @@ def _sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> l
 
     A figure left out is explained by a line appended to ``skipped``.
     """
-    from hroof.cli import _write_atomic
     from hroof.roofline.energy_plots import plot_efficiency, plot_energy_breakdown, plot_power
     from hroof.roofline.sweep import find_walls
 
@@ -372,8 +361,8 @@ def _sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> l
         )
     written = []
     for name, fig in figures:  # every figure is drawn before any file is written
-        _save(fig, out / name)
+        save_figure(fig, out / name)
         written.append(out / name)
-    _write_atomic(out / "energy.json", json.dumps(doc, indent=1) + "\n")
+    write_text(out / "energy.json", json.dumps(doc, indent=1) + "\n")
     written.append(out / "energy.json")
     return written

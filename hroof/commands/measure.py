@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from hroof.errors import ConfigError
+from hroof.files import write_text
 from hroof.progress import Progress
 
 _MEASURE_EPILOG = """\
@@ -176,7 +177,7 @@ def format_measurement(m, written: list[Path]) -> str:
 
 def cmd_machine_measure(args: argparse.Namespace) -> int:
     """``hroof machine measure``: measure the host, write the host file (and --out DIR)."""
-    from hroof.cli import _emit, _write_atomic
+    from hroof.cli import _emit
     from hroof.measure import files, report
     from hroof.measure.run import PRESETS, measure_host, mem_available, plan, usable_cores
     from hroof.roofline.host import read_host
@@ -200,23 +201,23 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
     text = files.measurement_toml(m, args.bandwidth_kernel)
     written = []
     if not args.no_save:
-        _write_atomic(host_path, text)
+        write_text(host_path, text)
         written.append(host_path)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         doc = files.ert_document(m, args.bandwidth_kernel)
-        _write_atomic(out / "machine.toml", text)
-        _write_atomic(out / "roofline.json", json.dumps(doc, indent=3) + "\n")
+        write_text(out / "machine.toml", text)
+        write_text(out / "roofline.json", json.dumps(doc, indent=3) + "\n")
         rows = ["kernel,threads,working_set_bytes,gbs"]
         rows += [
             f"{s.kernel},{s.threads},{x},{g!r}"
             for s in m.sweeps
             for x, g in zip(s.sizes, s.gbs, strict=True)
         ]
-        _write_atomic(out / "sweep.csv", "\n".join(rows) + "\n")
+        write_text(out / "sweep.csv", "\n".join(rows) + "\n")
         written += [out / "machine.toml", out / "roofline.json", out / "sweep.csv"]
         written += report.write_figures(m, out)
-        _write_atomic(out / "report.html", report.report_html(m, text))
+        write_text(out / "report.html", report.report_html(m, text))
         written.append(out / "report.html")
     _emit(format_measurement(m, written))
     return 0
@@ -224,7 +225,7 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
 
 def cmd_machine_import_ert(args: argparse.Namespace) -> int:
     """``hroof machine import-ert ROOFLINE.json --onto NAME|FILE``: ERT figures as machine TOML."""
-    from hroof.cli import _emit, _write_atomic
+    from hroof.cli import _emit
     from hroof.measure.files import import_ert_toml, read_ert
     from hroof.roofline.machine import load_machine
 
@@ -236,6 +237,6 @@ def cmd_machine_import_ert(args: argparse.Namespace) -> int:
     if args.out is None:
         _emit(text)
         return 0
-    _write_atomic(Path(args.out), text)
+    write_text(Path(args.out), text)
     _emit(f"wrote {args.out}: {machine.name} with the figures of {args.ert}")
     return 0

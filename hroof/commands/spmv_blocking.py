@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from hroof.errors import HroofError
+from hroof.files import save_figure, write_text
 from hroof.progress import Progress
 
 _EXAMPLES = """\
@@ -160,25 +160,17 @@ def format_blocking(points, machine) -> str:
 def _outputs(out: Path, points, machine) -> list[Path]:
     import json
 
-    from hroof.cli import _write_atomic
     from hroof.roofline.blocking import blocking_doc, matrix_title, plot_blocking
 
     written = []
     doc = blocking_doc(points, machine if not machine.missing() else None)
     doc["machine"] = machine.name
-    _write_atomic(out / "blocking.json", json.dumps(doc, indent=1) + "\n")
+    write_text(out / "blocking.json", json.dumps(doc, indent=1) + "\n")
     written.append(out / "blocking.json")
     fig = plot_blocking(points, title=f"SpMV register blocking: {matrix_title(points)} "
                         f"on {machine.name}")  # fmt: skip
     for ext in ("png", "svg"):
-        tmp = out / f".spmv_blocking.partial.{ext}"
-        try:
-            fig.savefig(tmp, dpi=110)
-            os.replace(tmp, out / f"spmv_blocking.{ext}")
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        written.append(out / f"spmv_blocking.{ext}")
+        written.append(save_figure(fig, out / f"spmv_blocking.{ext}"))
     return written
 
 

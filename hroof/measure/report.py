@@ -5,13 +5,12 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
-import tempfile
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from hroof.cachesim.config import format_size
+from hroof.files import save_figure
 from hroof.measure.run import Measurement
 from hroof.roofline.plots import COLOURS, _figure
 
@@ -73,17 +72,6 @@ def plot_sweeps(m: Measurement, threads: int = 1, ax=None) -> Figure:
     return fig
 
 
-def _save(fig: Figure, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, format=path.suffix[1:])
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_figures(m: Measurement, out: Path) -> list[Path]:
     """``bandwidth.png``/``.svg`` (one core) and ``bandwidth-all.png``/``.svg`` (all cores)."""
     written = []
@@ -92,8 +80,7 @@ def write_figures(m: Measurement, out: Path) -> list[Path]:
             continue
         fig = plot_sweeps(m, threads)
         for ext in ("png", "svg"):
-            _save(fig, out / f"{stem}.{ext}")
-            written.append(out / f"{stem}.{ext}")
+            written.append(save_figure(fig, out / f"{stem}.{ext}"))
     return written
 
 

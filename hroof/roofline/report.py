@@ -13,13 +13,13 @@ import base64
 import html
 import io
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hroof.cachesim import SimResult
 from hroof.errors import HroofError
+from hroof.files import save_figure, write_text
 from hroof.roofline.analysis import roofline
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.roofline.machine import Machine, load_machine
@@ -188,29 +188,13 @@ def write_report(
     embedded = []
     for name, fig in _figures(points, machine, walls, param).items():
         for ext in ("png", "svg"):
-            _replace_with(out / f"{name}.{ext}", lambda tmp, fig=fig: fig.savefig(tmp, dpi=110))
-            written.append(out / f"{name}.{ext}")
+            written.append(save_figure(fig, out / f"{name}.{ext}"))
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
     page = _html(title, machine, points, walls, param, embedded, summary)
-    _replace_with(out / "report.html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
-    written.append(out / "report.html")
+    written.append(write_text(out / "report.html", page))
     return written
-
-
-def _replace_with(path: Path, write: Callable[[Path], object]) -> None:
-    """``write(tmp)`` to a hidden temporary file beside ``path``, then rename it to ``path``;
-    on any error or Ctrl-C the temporary file is removed (no partial file is left)."""
-    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
 
 
 def _table_html(rows: list[list[str]]) -> str:
