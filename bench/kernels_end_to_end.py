@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_pycachesim import build_pycachesim, reference_hierarchy, to_loadstore
 
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 
 

@@ -5,7 +5,7 @@ Data flows one way: :mod:`hroof.traces` (access streams) ->
 classification) -> :mod:`hroof.roofline` (arithmetic intensity and bounds).
 """
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 
 __version__ = "0.1.0"
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hroof
-from hroof.errors import HroofError, suggest
-from hroof.files import partial_path, replace_with, save_figure, write_text
-from hroof.progress import Progress
+from hroof._base.errors import HroofError, suggest
+from hroof._base.files import partial_path, replace_with, save_figure, write_text
+from hroof._base.progress import Progress
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
 
 if TYPE_CHECKING:
@@ -575,8 +575,8 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``hroof demo``: the 7-point stencil small, large and swept, with a report."""
-    from hroof.roofline.machine import load_machine
-    from hroof.roofline.report import (
+    from hroof.machine.model import load_machine
+    from hroof.plots.report import (
         DEMO_KERNEL,
         DEMO_LARGE,
         DEMO_SMALL,
@@ -632,8 +632,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``hroof report RESULTS.json|DIR``: the report of a saved sweep."""
-    from hroof.roofline.machine import load_machine
-    from hroof.roofline.report import load_sweep, write_report
+    from hroof.machine.model import load_machine
+    from hroof.plots.report import load_sweep, write_report
 
     points, name = load_sweep(Path(args.results))
     machine = load_machine(args.machine)
@@ -706,7 +706,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def format_sweep(points, machine, walls) -> str:
     """The sweep as a table: one row per point, each level's AI, the bound and what binds."""
     from hroof.roofline.analysis import roofline
-    from hroof.roofline.sweep import varying
+    from hroof.studies.sweep import varying
 
     vary = varying(points) or list(points[0].params)[:1]
     known = not machine.missing()
@@ -764,7 +764,7 @@ def format_sweep(points, machine, walls) -> str:
             + (f" {poor} of {len(points)} points are POOR." if poor else ""),
             REPORT_WIDTH,
         )
-    from hroof.roofline.report import predicted_walls
+    from hroof.plots.report import predicted_walls
 
     predicted = predicted_walls(points, machine, vary[0]) if len(vary) == 1 else {}
     if walls:
@@ -805,7 +805,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     import io
     import json
 
-    from hroof.roofline.sweep import sweep_doc
+    from hroof.studies.sweep import sweep_doc
 
     doc = sweep_doc(points, machine.name, walls)
     written = []
@@ -830,12 +830,12 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     write_text(out / "results.csv", buf.getvalue())
     written.append(out / "results.csv")
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
-        from hroof.roofline.report import write_report
+        from hroof.plots.report import write_report
 
         kernel = points[0].result.source.get("kernel")
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
     elif not machine.missing():
-        from hroof.roofline import plots
+        from hroof.plots import roofline as plots
 
         fig = plots.plot_side_by_side(points, machine)
         for ext in ("png", "svg"):
@@ -845,8 +845,8 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
-    from hroof.roofline.machine import load_machine
-    from hroof.roofline.sweep import expand_grid, find_walls, run_sweep, sweep_doc, varying
+    from hroof.machine.model import load_machine
+    from hroof.studies.sweep import expand_grid, find_walls, run_sweep, sweep_doc, varying
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
@@ -864,7 +864,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             progress=bar,
         )  # fmt: skip
     if args.measure:  # serially, after the simulations: nothing else runs while timing
-        from hroof.roofline.sweep import measure_points
+        from hroof.studies.sweep import measure_points
 
         with Progress(
             len(points), label="measure", enabled=False if args.quiet else None, unit="points"
@@ -903,8 +903,8 @@ def cmd_machine_detect(args: argparse.Namespace) -> int:
     The text is parsed back and validated before it is printed or written, so a file
     that is written always loads with ``load_machine``; ``--out`` writes atomically.
     """
-    from hroof.roofline.host import host_toml, read_host
-    from hroof.roofline.machine import machine_from_dict
+    from hroof.machine.host import host_toml, read_host
+    from hroof.machine.model import machine_from_dict
 
     report = read_host(args.sysfs, args.cpuinfo)
     text = host_toml(report.machine, report.flags, report.notes)

@@ -1,49 +1,5 @@
-"""Runs that join the layers: a kernel's generated trace fed to the simulator."""
+"""Compatibility alias: :func:`simulate_kernel` moved to :mod:`hroof.studies.runs`."""
 
-from __future__ import annotations
+from hroof.studies.runs import simulate_kernel
 
-from collections.abc import Callable
-from typing import Any
-
-from hroof.cachesim import HierarchyConfig, SimResult, resolve_machine, simulate
-from hroof.traces.kernels import CHUNK, Plan, plan_kernel
-
-
-def simulate_kernel(
-    kernel: str | Plan,
-    machine: HierarchyConfig | str | None = None,
-    *,
-    classify: bool = True,
-    flush: bool = True,
-    threads: int = 1,
-    chunk_size: int = CHUNK,
-    progress: Callable[[int], None] | None = None,
-    **params: Any,
-) -> SimResult:
-    """Generate a kernel's trace chunk by chunk straight into the simulator.
-
-    ``kernel`` is a registered name (its parameters as keywords) or a bound
-    :class:`~hroof.traces.Plan`; ``machine`` a hierarchy, a bundled machine
-    name or a machine file (default: the default machine). The result's
-    source names the kernel and its parameters, and its flops are the
-    kernel's exact count.
-
-    >>> r = simulate_kernel("triad", n=4096)
-    >>> r.flops, r.levels[0].bytes // 4096      # 2 flops, 24 bytes an element
-    (8192, 24)
-    """
-    plan = kernel if isinstance(kernel, Plan) else plan_kernel(kernel, **params)
-    if isinstance(kernel, Plan) and params:
-        raise TypeError("give parameters to plan_kernel, not with a Plan")
-    if not isinstance(machine, HierarchyConfig):
-        machine = resolve_machine(machine)
-    return simulate(
-        machine,
-        plan.chunks(chunk_size),
-        classify=classify,
-        flush=flush,
-        flops=plan.flops,
-        source=plan.source(),
-        progress=progress,
-        threads=threads,
-    )
+__all__ = ["simulate_kernel"]

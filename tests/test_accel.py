@@ -16,10 +16,10 @@ from helpers import assert_cli_bad
 from helpers import run_cli as run
 from naive import naive_coalescing
 
+from hroof._base.errors import ConfigError, HroofError
 from hroof.accel import coalescing, gemm, mwp, network
 from hroof.accel.device import Device, device, element_size
-from hroof.errors import ConfigError, HroofError
-from hroof.roofline.machine import bundled_machines, load_machine, machine_from_dict
+from hroof.machine.model import bundled_machines, load_machine, machine_from_dict
 from hroof.traces import plan_kernel, write_npz
 
 
@@ -392,7 +392,7 @@ def test_mwp_other_cases():
 
 # ---------------------------------------------------------------------------- plots
 def test_plots_under_agg(v100, gtx):
-    from hroof.accel.plots import gemm_figure, network_figure
+    from hroof.plots.accel import gemm_figure, network_figure
 
     assert matplotlib.get_backend().lower() == "agg"
     fam = gemm.gemm_family(4096, 1, 4096, "n", [16, 128, 4096], v100)
@@ -444,7 +444,7 @@ def test_plots_under_agg(v100, gtx):
     assert {"conv", "dwconv", "pwconv", "fc"} <= set(legend)
     assert any("memory-bound" in t for t in legend)
     assert len(ax.collections) == sum(lb.bound != "skipped" for lb in na.layers)
-    from hroof.accel.plots import timeline_figure
+    from hroof.plots.accel import timeline_figure
 
     r = mwp.mwp_cwp(200, 100, 100, 200, 1, 8)
     ax = timeline_figure(mwp.timeline(8, 100, 200, 2), r).axes[0]

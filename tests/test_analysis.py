@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import ConfigError, HroofError
 from hroof.roofline import machine_from_dict
 from hroof.roofline.analysis import REGIONS, region, roofline
 from hroof.roofline.layers import cube_limit, stencil_layer_conditions
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 
 N = 1024  # triad elements: 3 arrays of 8 KiB
 

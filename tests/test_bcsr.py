@@ -10,9 +10,9 @@ from helpers import collect_plan as collect
 from naive import distinct_bytes, naive_bcsr, naive_blocks, naive_spmv
 
 import hroof.traces.sparse  # noqa: F401 (registers spmv)
+from hroof._base.errors import HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.kernels import BASE
 from hroof.traces.sparse import blocking, dof_blocks, fill_ratio, matrix_csr, to_bcsr

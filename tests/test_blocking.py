@@ -1,4 +1,4 @@
-"""The register-blocking study (hroof.roofline.blocking, hroof spmv-blocking): where 2x2
+"""The register-blocking study (hroof.studies.spmv_blocking, hroof spmv-blocking): where 2x2
 blocks pay (dense 2x2 blocks) and where explicit zeros eat the gain (random), the
 figure, the command and its bad input."""
 
@@ -9,15 +9,15 @@ import json
 import pytest
 from helpers import run_cli as run
 
-from hroof.errors import HroofError
-from hroof.roofline.blocking import (
+from hroof._base.errors import HroofError
+from hroof.machine.model import load_machine
+from hroof.studies.spmv_blocking import (
     blocking_doc,
     blocking_grid,
     parse_blocks,
     plot_blocking,
     run_blocking,
 )
-from hroof.roofline.machine import load_machine
 
 DENSE = {"matrix": "poisson2d", "n": 24, "dof": 2}  # 1,152 rows of dense 2x2 blocks
 RANDOM = {"matrix": "random", "rows": 1024, "nnz_per_row": 6}

@@ -19,8 +19,8 @@ import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
+from hroof._base.progress import ENV_VAR, Progress, format_duration
 from hroof.cli import EXAMPLE_FLOPS, EXAMPLE_TRACE, format_bytes, format_result
-from hroof.progress import ENV_VAR, Progress, format_duration
 from hroof.traces import write_din, write_npz
 
 LINE = 64
@@ -626,7 +626,7 @@ class _Clock:
 
 def test_progress_bar_unit(monkeypatch):
     clock = _Clock()
-    monkeypatch.setattr("hroof.progress.time.perf_counter", clock)
+    monkeypatch.setattr("hroof._base.progress.time.perf_counter", clock)
     out = io.StringIO()
     with Progress(total=1000, stream=out, enabled=True, delay=0.5, interval=0.1) as bar:
         bar(100)  # before the delay: nothing

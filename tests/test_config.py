@@ -1,6 +1,6 @@
 """Cache hierarchy configuration: sizes, level geometry, machine TOML files.
 
-Every error test checks the exception type (``hroof.errors.ConfigError``, a
+Every error test checks the exception type (``hroof._base.errors.ConfigError``, a
 ``ValueError``) and that the message names the bad value, so a user can fix it
 from the one line the command line prints.
 """
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim import (
     DEFAULT_MACHINE,
     HierarchyConfig,
@@ -27,7 +28,6 @@ from hroof.cachesim import (
     resolve_machine,
 )
 from hroof.cachesim.config import MAX_LEVELS
-from hroof.errors import ConfigError, HroofError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 

@@ -10,9 +10,9 @@ from helpers import collect_plan as collect
 from naive import naive_dgemv, naive_gemm
 
 import hroof.traces.dense  # noqa: F401 (registers dgemv and gemm)
+from hroof._base.errors import HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 from helpers import run_cli as run
 
-from hroof.errors import ConfigError, HroofError
-from hroof.roofline import load_machine, roofline
-from hroof.roofline.energy import EnergyModel, LevelCost, energy_model, run_energy
-from hroof.roofline.energy_plots import (
+from hroof._base.errors import ConfigError, HroofError
+from hroof.plots.energy import (
     plot_efficiency,
     plot_energy,
     plot_energy_breakdown,
     plot_power,
 )
-from hroof.roofline.sweep import Wall, expand_grid, find_walls, run_sweep
-from hroof.runs import simulate_kernel
+from hroof.roofline import load_machine, roofline
+from hroof.roofline.energy import EnergyModel, LevelCost, energy_model, run_energy
+from hroof.studies.runs import simulate_kernel
+from hroof.studies.sweep import Wall, expand_grid, find_walls, run_sweep
 
 # A made-up machine with round numbers (every figure invented for the test):
 # 10 GFLOP/s, L1 40 GB/s at 1 pJ/B, L2 20 GB/s with no energy figure, DRAM 5 GB/s at
@@ -437,7 +437,7 @@ def _axes_y(ax, text):
 def test_plot_labels_stay_legible():
     """Lines cross the labels behind a white box, not through the text; ceilings whose curves
     end close together (the power plot's lower ceilings) get labels that do not overlap."""
-    from hroof.roofline.machine import Ceiling
+    from hroof.machine.model import Ceiling
 
     m = EnergyModel("m", 20.0, 20.0, 0.2, (LevelCost("DRAM", 10.0, 60.0),),
                     ceilings=(Ceiling("scalar", 2.5), Ceiling("no ILP", 1.25)))  # fmt: skip

@@ -1,11 +1,11 @@
-"""Output files are written whole or not at all (hroof.files)."""
+"""Output files are written whole or not at all (hroof._base.files)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hroof.errors import HroofError
-from hroof.files import figure_format, partial_path, replace_with, save_figure, write_text
+from hroof._base.errors import HroofError
+from hroof._base.files import figure_format, partial_path, replace_with, save_figure, write_text
 
 
 def test_write_text_creates_the_directory_and_leaves_no_temporary(tmp_path):

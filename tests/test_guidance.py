@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hroof.errors import ConfigError
+from hroof._base.errors import ConfigError
+from hroof.plots.roofline import plot_hierarchical
 from hroof.roofline import machine_from_dict, roofline
 from hroof.roofline.guidance import guidance, guidance_for_ais
-from hroof.roofline.plots import plot_hierarchical
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 
 DOC = {
     "machine": {"name": "lecture"},
@@ -209,9 +209,9 @@ def test_kernel_without_flops_gets_no_guidance(capsys):
     with "needs traffic at every level" and no table), the sweep report leaves the section
     out, and guidance() says what is missing."""
     from hroof.cli import main
+    from hroof.plots.report import _guidance_html
     from hroof.roofline import load_machine
-    from hroof.roofline.report import _guidance_html
-    from hroof.roofline.sweep import run_sweep
+    from hroof.studies.sweep import run_sweep
 
     assert main(["simulate", "copy", "n=1000", "--machine", "teaching", "-q"]) == 0
     out, err = capsys.readouterr()

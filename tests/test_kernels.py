@@ -8,9 +8,9 @@ import pytest
 from helpers import collect_plan as collect
 from naive import naive_stream
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import (
     Kernel,
     Param,

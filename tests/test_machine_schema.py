@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hroof.errors import ConfigError
+from hroof._base.errors import ConfigError
+from hroof.machine.model import BANDWIDTH_CEILINGS, COMPUTE_CEILINGS, host_machine_path
 from hroof.roofline import load_machine, machine_from_dict
-from hroof.roofline.machine import BANDWIDTH_CEILINGS, COMPUTE_CEILINGS, host_machine_path
 
 
 def doc(**extra):

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from helpers import run_cli as run
 
+from hroof._base.errors import ConfigError
 from hroof.cachesim import bundled_machines
-from hroof.errors import ConfigError
+from hroof.machine.host import detect_host, host_toml, parse_sysfs_size, read_host
 from hroof.roofline import load_machine
-from hroof.roofline.host import detect_host, host_toml, parse_sysfs_size, read_host
 
 if sys.version_info >= (3, 11):
     import tomllib

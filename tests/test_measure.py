@@ -18,12 +18,13 @@ import sys
 import numpy as np
 import pytest
 
+from hroof._base.errors import ConfigError
 from hroof.cli import main
-from hroof.errors import ConfigError
-from hroof.measure import files
-from hroof.measure import kernels as K
-from hroof.measure.plateaus import Plateau, find_plateaus, match_levels
-from hroof.measure.run import (
+from hroof.machine.host import read_host
+from hroof.machine.measure import files
+from hroof.machine.measure import kernels as K
+from hroof.machine.measure.plateaus import Plateau, find_plateaus, match_levels
+from hroof.machine.measure.run import (
     PRESETS,
     ComputeFigure,
     Measurement,
@@ -31,8 +32,7 @@ from hroof.measure.run import (
     measure_host,
     sweep_sizes,
 )
-from hroof.roofline.host import read_host
-from hroof.roofline.machine import load_machine, machine_from_dict
+from hroof.machine.model import load_machine, machine_from_dict
 
 KIB, MIB = 1024, 1024 * 1024
 LEVELS = [("L1", 48 * KIB), ("L2", 1 * MIB), ("L3", 32 * MIB)]
@@ -542,7 +542,7 @@ def test_cli_measure_unwritable_places_fail_before_measuring(tmp_path, monkeypat
     host = tmp_path / "host.toml"
     monkeypatch.setenv("HROOF_HOST_MACHINE", str(host))
     monkeypatch.setattr(
-        "hroof.measure.run.measure_host",
+        "hroof.machine.measure.run.measure_host",
         lambda *a, **k: pytest.fail("measured although the output cannot be written"),
     )
     code, out, err = run_cli(

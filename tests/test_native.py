@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 from hroof.native import measure_kernel, native_kernels, prepare, time_kernel
 from hroof.native.stencils import W27
 from hroof.native.stream import Q
@@ -302,11 +302,11 @@ def test_measurement_structure():
 def test_arrays_larger_than_free_memory_are_refused(monkeypatch):
     """Linux overcommits: a buffer larger than the free memory is allocated, and the
     process is killed when it fills it. hroof refuses it first, naming the sizes."""
-    import hroof.measure.run
+    import hroof.machine.measure.run
 
     plan = plan_kernel("triad", n=1000)  # 24,000 bytes
-    monkeypatch.setattr(hroof.measure.run, "mem_available", lambda: 10_000)
+    monkeypatch.setattr(hroof.machine.measure.run, "mem_available", lambda: 10_000)
     with pytest.raises(HroofError, match="need 24,000 bytes, more than the 10,000 bytes"):
         prepare(plan)
-    monkeypatch.setattr(hroof.measure.run, "mem_available", lambda: None)  # unknown: try
+    monkeypatch.setattr(hroof.machine.measure.run, "mem_available", lambda: None)  # unknown: try
     assert sum(a.size for a in prepare(plan).arrays.values()) == 3000

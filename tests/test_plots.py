@@ -6,10 +6,10 @@ import matplotlib
 import numpy as np
 import pytest
 
-from hroof.errors import ConfigError
-from hroof.roofline import plots
-from hroof.roofline.machine import machine_from_dict
-from hroof.roofline.sweep import expand_grid, find_walls, run_sweep
+from hroof._base.errors import ConfigError
+from hroof.machine.model import machine_from_dict
+from hroof.plots import roofline as plots
+from hroof.studies.sweep import expand_grid, find_walls, run_sweep
 
 TEACH = {
     "machine": {"name": "teach"},
@@ -112,7 +112,7 @@ def test_ai_vs_size_marks_walls(sweep):
 
 
 def test_ai_vs_size_marks_predicted_walls(machine, sweep):
-    from hroof.roofline.report import predicted_walls
+    from hroof.plots.report import predicted_walls
 
     predicted = predicted_walls(sweep, machine, "n")
     assert predicted == {"L1": 9, "L2": 30}  # 3D layer conditions of 4 KiB and 32 KiB
@@ -138,8 +138,8 @@ def test_rooflines_need_the_figures(sweep):
 
 
 def test_roofline_of_runs_without_flops_is_a_clear_error(machine):
-    from hroof.errors import HroofError
-    from hroof.runs import simulate_kernel
+    from hroof._base.errors import HroofError
+    from hroof.studies.runs import simulate_kernel
 
     copy = simulate_kernel("copy", machine.hierarchy, n=512)
     with pytest.raises(HroofError, match="needs runs with flops"):

@@ -9,7 +9,7 @@ import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
-from hroof.roofline.report import load_sweep
+from hroof.plots.report import load_sweep
 from hroof.traces import Kernel, Param, plan_kernel, register_kernel
 from hroof.traces.kernels import unregister_kernel
 
@@ -169,9 +169,9 @@ def synthetic():
     measured: the verdicts and the plot are checked against known ratios."""
     from dataclasses import replace
 
+    from hroof.machine.model import machine_from_dict
     from hroof.roofline.analysis import roofline
-    from hroof.roofline.machine import machine_from_dict
-    from hroof.roofline.sweep import expand_grid, run_sweep
+    from hroof.studies.sweep import expand_grid, run_sweep
 
     machine = machine_from_dict(TEACH)
     pts = run_sweep("stencil7", expand_grid("stencil7", {"n": "4,8,16"}), machine.hierarchy,
@@ -198,7 +198,7 @@ def test_compare_regions(synthetic):
 
 
 def test_plot_measured(synthetic):
-    from hroof.roofline import plots
+    from hroof.plots import roofline as plots
 
     machine, pts = synthetic
     fig = plots.plot_measured(pts, machine, "n")
@@ -216,8 +216,8 @@ def test_plot_measured(synthetic):
 
 
 def test_measured_field_round_trips(synthetic, tmp_path):
-    from hroof.roofline.report import load_sweep
-    from hroof.roofline.sweep import sweep_doc
+    from hroof.plots.report import load_sweep
+    from hroof.studies.sweep import sweep_doc
 
     machine, pts = synthetic
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))
@@ -230,9 +230,9 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     renamed stay whole, and no temporary file is left behind."""
     from matplotlib.figure import Figure
 
-    from hroof.errors import HroofError
-    from hroof.files import replace_with
-    from hroof.roofline.report import write_report
+    from hroof._base.errors import HroofError
+    from hroof._base.files import replace_with
+    from hroof.plots.report import write_report
 
     machine, pts = synthetic
     real, calls = Figure.savefig, []
@@ -267,10 +267,10 @@ def test_plot_measured_labels_a_narrow_range():
     between its power of ten, 10, and the next minor tick, 20)."""
     from dataclasses import replace
 
-    from hroof.roofline import plots
+    from hroof.machine.model import machine_from_dict
+    from hroof.plots import roofline as plots
     from hroof.roofline.analysis import roofline
-    from hroof.roofline.machine import machine_from_dict
-    from hroof.roofline.sweep import expand_grid, run_sweep
+    from hroof.studies.sweep import expand_grid, run_sweep
 
     scaled = {
         **TEACH,

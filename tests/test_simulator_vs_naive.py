@@ -134,7 +134,7 @@ def test_simulate_over_generator_equals_feed():
     ],
 )
 def test_bad_chunks_rejected_before_any_state_changes(addr, size, kind, match):
-    from hroof.errors import HroofError
+    from hroof._base.errors import HroofError
 
     h = levels_from([(2, 2, True)], 64)
     sim = Simulator(h)
@@ -162,7 +162,7 @@ def test_two_threads_same_result(spec):
 
 
 def test_two_threads_need_classification_off():
-    from hroof.errors import HroofError
+    from hroof._base.errors import HroofError
 
     h = levels_from([(2, 2, True), (4, 2, True)], 64)
     with pytest.raises(HroofError, match="threads=2 needs classify=False"):

@@ -10,9 +10,9 @@ from helpers import collect_plan as collect
 from naive import naive_spmv
 
 import hroof.traces.sparse  # noqa: F401 (registers spmv)
+from hroof._base.errors import HroofError, TraceFormatError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError, TraceFormatError
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.mtx import read_mtx
 

@@ -8,9 +8,9 @@ import pytest
 from naive import distinct_bytes, stencil_trace
 
 import hroof.traces.stencils  # noqa: F401 (registers the stencil kernels)
+from hroof._base.errors import HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import get_kernel, plan_kernel
 
 CASES = [

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult, hierarchy
-from hroof.errors import HroofError
-from hroof.roofline.sweep import cache_key, expand_grid, find_walls, parse_values, run_sweep
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
+from hroof.studies.sweep import cache_key, expand_grid, find_walls, parse_values, run_sweep
 from hroof.traces import plan_kernel
 
 SMALL = hierarchy(

@@ -9,9 +9,9 @@ import json
 import pytest
 from helpers import run_cli as run
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import hierarchy
-from hroof.errors import HroofError
-from hroof.roofline.machine import load_machine, machine_from_dict
+from hroof.machine.model import load_machine, machine_from_dict
 from hroof.roofline.table import (
     KERNELS,
     LECTURE,
@@ -23,7 +23,7 @@ from hroof.roofline.table import (
     simulation,
     table_row,
 )
-from hroof.runs import simulate_kernel
+from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from hroof.errors import HroofError, TraceFormatError
+from hroof._base.errors import HroofError, TraceFormatError
 from hroof.traces import (
     DEFAULT_CHUNK,
     FORMATS,

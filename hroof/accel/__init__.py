@@ -8,7 +8,7 @@
   a network file) and their roofline on a device;
 - :mod:`hroof.accel.coalescing`: the 32/64/128-byte transactions of warps (Numba);
 - :mod:`hroof.accel.mwp`: Hong and Kim's MWP/CWP model;
-- :mod:`hroof.accel.plots`: rooflines of GEMM shapes and network layers.
+- :mod:`hroof.plots.accel`: rooflines of GEMM shapes and network layers.
 
 The coalescing (Numba) and plotting (matplotlib) modules are imported on use, not here.
 See docs/accelerators.md.

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from hroof._base.errors import HroofError
 from hroof.accel.device import positive_int
-from hroof.errors import HroofError
 
 #: The transaction sizes of the article and the CUDA guide (bytes).
 SEGMENTS = (32, 64, 128)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hroof.errors import ConfigError, HroofError, suggest
+from hroof._base.errors import ConfigError, HroofError, suggest
 
 #: Bytes per element of each precision name a machine file may give a peak for.
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "int8": 1}

@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hroof._base.errors import HroofError
 from hroof.accel.device import Device, element_size, positive_int
-from hroof.errors import HroofError
 
 #: Thread blocks per SM below which a kernel counts as latency-bound (the article's rule).
 BLOCKS_PER_SM = 4

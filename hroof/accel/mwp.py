@@ -39,8 +39,8 @@ import heapq
 import math
 from dataclasses import dataclass
 
+from hroof._base.errors import HroofError
 from hroof.accel.device import positive_float, positive_int
-from hroof.errors import HroofError
 
 
 @dataclass(frozen=True)

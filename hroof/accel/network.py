@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hroof._base.errors import ConfigError, suggest
 from hroof.accel.device import Device, element_size, positive_int
-from hroof.errors import ConfigError, suggest
 
 if sys.version_info >= (3, 11):
     import tomllib

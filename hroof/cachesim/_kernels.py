@@ -65,7 +65,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from hroof.cachesim._jit import INLINE, JIT
+from hroof._base.jit import INLINE, JIT
 
 # Access kinds in traces.
 KIND_LOAD = 0

@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from hroof.errors import ConfigError, suggest
+from hroof._base.errors import ConfigError, suggest
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
@@ -29,7 +30,6 @@ from hroof.cachesim.result import (
     SimResult,
     _ai,
 )
-from hroof.errors import HroofError
 
 Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -2,7 +2,7 @@
 and AI workloads (docs/accelerators.md).
 
 The ``cmd_*`` functions turn argparse values into plain values and call
-:mod:`hroof.accel`; bad input raises :class:`hroof.errors.HroofError`, which
+:mod:`hroof.accel`; bad input raises :class:`hroof._base.errors.HroofError`, which
 :func:`hroof.cli.main` prints as one line with exit status 2. Figures are written only
 once complete (a temporary file, then a rename).
 """
@@ -13,8 +13,8 @@ import argparse
 import json
 import textwrap
 
-from hroof.errors import HroofError
-from hroof.files import save_figure
+from hroof._base.errors import HroofError
+from hroof._base.files import save_figure
 
 _FMT = argparse.RawDescriptionHelpFormatter
 _DTYPES = "fp64, fp32, tf32, fp16, bf16, int8"
@@ -57,7 +57,7 @@ def _segments_arg(text: str) -> list[int]:
 
 def _device(machine_spec: str, dtype: str):
     from hroof.accel.device import device, element_size
-    from hroof.roofline.machine import load_machine
+    from hroof.machine.model import load_machine
 
     element_size(dtype)  # unknown dtype names fail before the machine is read
     return device(load_machine(machine_spec), dtype)
@@ -152,7 +152,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     dev = _device(args.machine, args.dtype)
     tile = None if args.tile is None else parse_tile(args.tile)
     if args.sweep is not None:
-        from hroof.roofline.sweep import parse_values
+        from hroof.studies.sweep import parse_values
 
         key, sep, text = args.sweep.partition("=")
         if not sep:
@@ -167,7 +167,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     else:
         analyses = [analyse_gemm(args.m, args.n, args.k, dev, tile)]
     if args.plot:
-        from hroof.accel.plots import gemm_figure
+        from hroof.plots.accel import gemm_figure
 
         save_figure(gemm_figure(analyses, dev), args.plot, flag="--plot")
     if args.json:
@@ -292,7 +292,7 @@ def cmd_network(args: argparse.Namespace) -> int:
         raise HroofError(f"--batch must be a positive whole number, got {args.batch}")
     na = analyse_network(net, dev, args.batch)
     if args.plot:
-        from hroof.accel.plots import network_figure
+        from hroof.plots.accel import network_figure
 
         save_figure(network_figure(na, dev), args.plot, flag="--plot")
     _emit(json.dumps(na.to_dict(), indent=2) if args.json else format_network(na))
@@ -333,9 +333,9 @@ def format_coalescing(c, what: str) -> str:
 
 def cmd_coalesce(args: argparse.Namespace) -> int:
     """``hroof coalesce KERNEL ... | --trace FILE | --stride B``: transactions per warp."""
+    from hroof._base.progress import Progress
     from hroof.accel import coalescing
     from hroof.cli import _emit, _kernel_plan
-    from hroof.progress import Progress
 
     given = [args.kernel is not None, args.trace is not None, args.stride is not None]
     if sum(given) != 1:
@@ -407,7 +407,7 @@ def cmd_mwp(args: argparse.Namespace) -> int:
     if args.plot:
         if t is None:
             raise HroofError("--plot needs a replay: at most 100,000 memory periods")
-        from hroof.accel.plots import timeline_figure
+        from hroof.plots.accel import timeline_figure
 
         save_figure(timeline_figure(t, r), args.plot, flag="--plot")
     if args.json:

@@ -15,8 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
-from hroof.errors import HroofError
-from hroof.files import figure_format, save_figure, write_text
+from hroof._base.errors import HroofError
+from hroof._base.files import figure_format, save_figure, write_text
 
 _DESCRIPTION = """\
 Simulate a kernel on a machine and estimate its energy with the roofline model of energy
@@ -246,11 +246,11 @@ def format_energy_sweep(points, model, estimates, vary) -> str:
 # ---------------------------------------------------------------------------- command
 def cmd_energy(args: argparse.Namespace) -> int:
     """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
+    from hroof._base.progress import Progress
     from hroof.cli import _emit, _width
-    from hroof.progress import Progress
+    from hroof.machine.model import load_machine
     from hroof.roofline.energy import energy_model, run_energy
-    from hroof.roofline.machine import load_machine
-    from hroof.roofline.sweep import expand_grid
+    from hroof.studies.sweep import expand_grid
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
@@ -267,7 +267,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
     if args.plot:
         figure_format(args.plot, ("png", "svg"), "--plot")  # before the simulation
     if not sweep:
-        from hroof.runs import simulate_kernel
+        from hroof.studies.runs import simulate_kernel
         from hroof.traces import get_kernel
 
         plan = get_kernel(args.kernel).bind(**grid[0])
@@ -278,7 +278,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
         written = []
         if args.plot:
             from hroof.cli import _assignments
-            from hroof.roofline.energy_plots import plot_energy
+            from hroof.plots.energy import plot_energy
 
             given = _assignments(parse_assignments(args.params))
             title = f"{plan.kernel} ({given}) on {model.machine}" if given else (
@@ -301,7 +301,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
             _emit(text)
         return 0
 
-    from hroof.roofline.sweep import run_sweep, varying
+    from hroof.studies.sweep import run_sweep, varying
 
     with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
         points = run_sweep(
@@ -341,8 +341,8 @@ def _sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> l
 
     A figure left out is explained by a line appended to ``skipped``.
     """
-    from hroof.roofline.energy_plots import plot_efficiency, plot_energy_breakdown, plot_power
-    from hroof.roofline.sweep import find_walls
+    from hroof.plots.energy import plot_efficiency, plot_energy_breakdown, plot_power
+    from hroof.studies.sweep import find_walls
 
     param = vary[0] if len(vary) == 1 else None
     figures = [("efficiency.png", plot_efficiency(model, points, param=param)),

@@ -2,7 +2,7 @@
 
 ``measure`` times Numba microkernels on this host (compute ceilings, bandwidth
 sweeps on one core and on all cores), writes the measured machine file where
-``--machine host`` finds it (:func:`hroof.roofline.machine.host_machine_path`),
+``--machine host`` finds it (:func:`hroof.machine.model.host_machine_path`),
 and with ``--out DIR`` also the TOML, an ERT ``roofline.json``, the sweep data,
 the figures and ``report.html``. ``import-ert`` maps an ERT ``roofline.json``
 onto a machine's levels.
@@ -15,9 +15,9 @@ import json
 import textwrap
 from pathlib import Path
 
-from hroof.errors import ConfigError
-from hroof.files import write_text
-from hroof.progress import Progress
+from hroof._base.errors import ConfigError
+from hroof._base.files import write_text
+from hroof._base.progress import Progress
 
 _MEASURE_EPILOG = """\
 examples:
@@ -178,10 +178,11 @@ def format_measurement(m, written: list[Path]) -> str:
 def cmd_machine_measure(args: argparse.Namespace) -> int:
     """``hroof machine measure``: measure the host, write the host file (and --out DIR)."""
     from hroof.cli import _emit
-    from hroof.measure import files, report
-    from hroof.measure.run import PRESETS, measure_host, mem_available, plan, usable_cores
-    from hroof.roofline.host import read_host
-    from hroof.roofline.machine import host_machine_path
+    from hroof.machine.host import read_host
+    from hroof.machine.measure import files
+    from hroof.machine.measure.run import PRESETS, measure_host, mem_available, plan, usable_cores
+    from hroof.machine.model import host_machine_path
+    from hroof.plots import measure as report
 
     out = _check_out_dir(args.out)
     if not args.no_save:  # fail now, not after the measurement
@@ -226,8 +227,8 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
 def cmd_machine_import_ert(args: argparse.Namespace) -> int:
     """``hroof machine import-ert ROOFLINE.json --onto NAME|FILE``: ERT figures as machine TOML."""
     from hroof.cli import _emit
-    from hroof.measure.files import import_ert_toml, read_ert
-    from hroof.roofline.machine import load_machine
+    from hroof.machine.measure.files import import_ert_toml, read_ert
+    from hroof.machine.model import load_machine
 
     if args.out is not None and Path(args.out).is_dir():
         raise ConfigError(f"--out {args.out} is a directory; give a file name")

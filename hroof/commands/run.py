@@ -15,7 +15,7 @@ import argparse
 import json
 import textwrap
 
-from hroof.progress import Progress
+from hroof._base.progress import Progress
 
 _DESCRIPTION = """\
 Run a kernel for real on this host (its Numba twin: the loops and array layout of
@@ -105,7 +105,7 @@ def register(sub, machine_sub) -> None:
 def _host() -> str:
     from pathlib import Path
 
-    from hroof.roofline.host import CPUINFO, _read_cpuinfo
+    from hroof.machine.host import CPUINFO, _read_cpuinfo
 
     model = _read_cpuinfo(Path(CPUINFO))[0]
     return model or "this host"
@@ -127,7 +127,7 @@ def is_measured_host(machine) -> bool:
     """Whether ``machine`` was loaded from the measured host file (``--machine host``)."""
     from pathlib import Path
 
-    from hroof.roofline.machine import host_machine_path
+    from hroof.machine.model import host_machine_path
 
     if not machine.source:
         return False
@@ -170,13 +170,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     require_native(plan.kernel)
     machine = None
     if args.machine is not None or args.predict:
-        from hroof.roofline.machine import load_machine
+        from hroof.machine.model import load_machine
 
         machine = load_machine(args.machine)
     comparison = result = None
     if args.predict:  # simulate first: never beside the timed runs
         from hroof.roofline.measured import compare
-        from hroof.roofline.sweep import run_sweep
+        from hroof.studies.sweep import run_sweep
 
         machine.require("hroof run --predict")
         with Progress(1, enabled=False if args.quiet else None, unit="simulation") as bar:

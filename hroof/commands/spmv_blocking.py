@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hroof.errors import HroofError
-from hroof.files import save_figure, write_text
-from hroof.progress import Progress
+from hroof._base.errors import HroofError
+from hroof._base.files import save_figure, write_text
+from hroof._base.progress import Progress
 
 _EXAMPLES = """\
 examples:
@@ -86,7 +86,7 @@ def format_blocking(points, machine) -> str:
     """The study as a table, one row per storage, and a verdict."""
     from hroof.cli import _ai, _Col, _table
     from hroof.roofline.analysis import roofline
-    from hroof.roofline.blocking import matrix_title
+    from hroof.studies.spmv_blocking import matrix_title
 
     first = points[0]
     b0 = first.blocking
@@ -160,7 +160,7 @@ def format_blocking(points, machine) -> str:
 def _outputs(out: Path, points, machine) -> list[Path]:
     import json
 
-    from hroof.roofline.blocking import blocking_doc, matrix_title, plot_blocking
+    from hroof.studies.spmv_blocking import blocking_doc, matrix_title, plot_blocking
 
     written = []
     doc = blocking_doc(points, machine if not machine.missing() else None)
@@ -179,8 +179,8 @@ def cmd_spmv_blocking(args: argparse.Namespace) -> int:
     import json
 
     from hroof.cli import _emit
-    from hroof.roofline.blocking import blocking_doc, parse_blocks, plan_blocking, run_blocking
-    from hroof.roofline.machine import load_machine
+    from hroof.machine.model import load_machine
+    from hroof.studies.spmv_blocking import blocking_doc, parse_blocks, plan_blocking, run_blocking
     from hroof.traces import parse_assignments
 
     blocks = parse_blocks(args.blocks)

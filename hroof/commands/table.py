@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from hroof.progress import Progress
+from hroof._base.progress import Progress
 
 #: N when none is given (powers of two, so the fft row is defined).
 DEFAULT_NS = (1024, 1048576)
@@ -110,7 +110,7 @@ def register(sub, machine_sub) -> None:
 
 def run_table(args) -> dict:
     """Build the table document (schema ``hroof.table/1``) from parsed arguments."""
-    from hroof.roofline.machine import load_machine
+    from hroof.machine.model import load_machine
     from hroof.roofline.table import (
         KERNELS,
         build_table,
@@ -119,7 +119,7 @@ def run_table(args) -> dict:
         get_table_kernel,
         plan_simulation,
     )
-    from hroof.runs import simulate_kernel
+    from hroof.studies.runs import simulate_kernel
 
     explicit = args.kernel is not None
     names = list(args.kernel) if explicit else list(KERNELS)

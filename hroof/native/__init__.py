@@ -16,7 +16,7 @@ same ``KEY=VALUE`` words.
 from __future__ import annotations
 
 from hroof.native.core import Prepared, native_kernels, prepare
-from hroof.native.measure import Measurement, measure_kernel
+from hroof.native.kernel_timing import Measurement, measure_kernel
 from hroof.native.timing import Timing, time_kernel
 
 __all__ = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 from hroof.traces.kernels import Array, Plan
 
 #: Bytes the arena's first array is aligned to at least (a page), so the arrays
@@ -133,7 +133,7 @@ def arena(arrays: tuple[Array, ...], dtypes: dict[str, type], align: int = 64) -
     start = min(a.base for a in arrays)
     end = max(a.end for a in arrays)
     boundary = max(PAGE, align)  # the layout's base (BASE) is aligned to it
-    from hroof.measure.run import mem_available
+    from hroof.machine.measure.run import mem_available
 
     free = mem_available()
     if free is not None and end - start > free:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from hroof.cachesim._jit import JIT
+from hroof._base.jit import JIT
 from hroof.native.core import FLOATS, INDICES, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from numba import njit, uint64
 
-from hroof.cachesim._jit import JIT
+from hroof._base.jit import JIT
 from hroof.native.core import FLOATS, Prepared, arena, fill, native, restorer, snapshot
 from hroof.traces.kernels import Plan
 

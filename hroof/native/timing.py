@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 
 #: Default least total timed seconds of a measurement.
 MIN_TIME = 0.2

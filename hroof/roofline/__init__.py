@@ -1,6 +1,8 @@
 """Roofline models: machines with bandwidths and peaks, arithmetic intensity per level,
 bounds, the cache-aware view, locality walls, layer conditions, sweeps and plots."""
 
+from hroof.machine.host import detect_host, host_toml, read_host
+from hroof.machine.model import Ceiling, Machine, load_machine, machine_from_dict
 from hroof.roofline.analysis import (
     REGIONS,
     CarmLevel,
@@ -11,9 +13,7 @@ from hroof.roofline.analysis import (
     region,
     roofline,
 )
-from hroof.roofline.host import detect_host, host_toml, read_host
 from hroof.roofline.layers import STENCILS, LayerCondition, cube_limit, stencil_layer_conditions
-from hroof.roofline.machine import Ceiling, Machine, load_machine, machine_from_dict
 
 __all__ = [
     "REGIONS",

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim.result import SimResult
-from hroof.errors import ConfigError, HroofError
-from hroof.roofline.machine import Machine
+from hroof.machine.model import Machine
 
 #: The five regions of a measured point (references/roofline-intro.zh.txt).
 REGIONS = (
@@ -285,7 +285,7 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
     Examples
     --------
     >>> from hroof.roofline import machine_from_dict
-    >>> from hroof.runs import simulate_kernel
+    >>> from hroof.studies.runs import simulate_kernel
     >>> m = machine_from_dict({"compute": {"peak": 10.0}, "memory": {"bandwidth": 12.0},
     ...     "level": [{"name": "L1", "size": 1024, "ways": 2, "bandwidth": 96.0}]})
     >>> r = roofline(simulate_kernel("triad", m.hierarchy, n=4096), m)

@@ -61,7 +61,7 @@ The machine's figures come from its ``[energy]`` table (``flop_pj``,
 ``constant_w``, ``byte_pj = { LEVEL = pJ, ... }``). The model needs the flop
 energy, the constant power and the memory's byte energy (the three of Choi et
 al.'s model), the peak and the memory bandwidth; a machine without one of them
-gets a :class:`~hroof.errors.ConfigError` naming what is missing, never a
+gets a :class:`~hroof._base.errors.ConfigError` naming what is missing, never a
 guess. Cache levels are optional, figure by figure, and the choice is to
 compute what is known and say what was left out: a cache level with no
 ``byte_pj`` is *not charged* (its bytes count for the time but not for the
@@ -80,9 +80,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim.result import SimResult
-from hroof.errors import ConfigError, HroofError
-from hroof.roofline.machine import Ceiling, Machine
+from hroof.machine.model import Ceiling, Machine
 
 #: 1 pJ/flop at 1 GFLOP/s is 1e-3 W; 1 W for 1 / (1 GFLOP/s) is 1e3 pJ per flop.
 _MILLI = 1e-3

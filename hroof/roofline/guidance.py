@@ -29,11 +29,11 @@ import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hroof._base.errors import ConfigError
 from hroof.cachesim import SimResult
 from hroof.cachesim.config import format_size
-from hroof.errors import ConfigError
+from hroof.machine.model import Ceiling, Machine
 from hroof.roofline.analysis import roofline
-from hroof.roofline.machine import Ceiling, Machine
 
 #: The lecture's three strategies, in its order.
 STRATEGIES = {

@@ -89,8 +89,8 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from hroof._base.errors import HroofError
 from hroof.cachesim.config import HierarchyConfig
-from hroof.errors import HroofError
 from hroof.traces.kernels import DTYPES
 
 #: The stencils with layer conditions here.

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hroof.cachesim import SimResult
+from hroof.machine.model import Machine
 from hroof.roofline.analysis import region, roofline
-from hroof.roofline.machine import Machine
 
 #: Verdict words for each region (REGIONS), as tables and reports print them.
 VERDICTS = {

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hroof.errors import HroofError, suggest
-from hroof.roofline.machine import Machine
+from hroof._base.errors import HroofError, suggest
+from hroof.machine.model import Machine
 
 #: Largest count (flops or bytes) a row may reach: the simulator's int64 counters.
 MAX_COUNT = 2**63 - 1

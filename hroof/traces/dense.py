@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,

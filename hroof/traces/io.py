@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hroof.errors import HroofError, TraceFormatError, suggest
+from hroof._base.errors import HroofError, TraceFormatError, suggest
 
 __all__ = [
     "DEFAULT_CHUNK",

@@ -6,7 +6,7 @@ validation, and a builder that turns validated parameters into a
 flop count, the number of accesses, the footprint (distinct bytes touched),
 and a chunked Numba generator of ``(addr, size, kind)`` in program order.
 :meth:`Plan.chunks` streams the trace a chunk at a time, so a billion-access
-kernel never exists in memory; :func:`hroof.runs.simulate_kernel` feeds those
+kernel never exists in memory; :func:`hroof.studies.runs.simulate_kernel` feeds those
 chunks straight into the simulator (this package knows nothing of caches).
 
 A generator is an ``@njit`` function ``gen(pos, stop, addr, size, kind, args)``
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from hroof.errors import HroofError, suggest
+from hroof._base.errors import HroofError, suggest
 
 #: Byte address of the first array of every kernel (1 GiB: clear of address 0,
 #: and page- and line-aligned).

@@ -18,7 +18,7 @@ A symmetric file stores one triangle; its off-diagonal entries are mirrored.
 An entry given twice (or given in both triangles of a symmetric file) is kept
 once: duplicates are summed, and the pattern has one entry per position.
 Array (dense) files and complex, hermitian and skew-symmetric matrices are
-not supported. Every problem raises :class:`~hroof.errors.TraceFormatError`
+not supported. Every problem raises :class:`~hroof._base.errors.TraceFormatError`
 naming the file, the line number and what is wrong.
 
 >>> import os, tempfile
@@ -38,7 +38,7 @@ from array import array
 
 import numpy as np
 
-from hroof.errors import TraceFormatError
+from hroof._base.errors import TraceFormatError
 
 #: The fields and symmetries this reader accepts.
 FIELDS = ("real", "integer", "pattern")

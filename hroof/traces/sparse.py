@@ -95,7 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from hroof.errors import HroofError, suggest
+from hroof._base.errors import HroofError, suggest
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,

@@ -17,7 +17,7 @@ from hroof.accel.device import Device
 from hroof.accel.gemm import GemmAnalysis
 from hroof.accel.mwp import MwpResult, Timeline
 from hroof.accel.network import NetworkAnalysis
-from hroof.roofline.plots import COLOURS, _figure
+from hroof.plots.roofline import COLOURS, _figure
 
 CLASS_STYLE = {
     "compute": ("#009E73", "o", "compute-bound"),

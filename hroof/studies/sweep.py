@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import hroof
+from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
-from hroof.errors import HroofError
 from hroof.traces import get_kernel
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
@@ -151,7 +151,7 @@ def cache_key(kernel: str, params: dict, hierarchy: HierarchyConfig, options: di
 
 def _simulate_point(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict):
     """Worker: one point, returned as a plain dict (cheap to send between processes)."""
-    from hroof.runs import simulate_kernel
+    from hroof.studies.runs import simulate_kernel
 
     return simulate_kernel(kernel, hierarchy, **options, **params).to_dict()
 

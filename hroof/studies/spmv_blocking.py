@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
-from hroof.errors import HroofError
+from hroof.machine.model import Machine
 from hroof.roofline.analysis import roofline
-from hroof.roofline.machine import Machine
 from hroof.traces.kernels import Plan
 
 #: Block sizes simulated when none are given.
@@ -174,7 +174,7 @@ def run_blocking(
     csr : bool
         Also simulate plain CSR (first).
     classify, workers, use_cache, progress
-        As for :func:`hroof.roofline.sweep.run_sweep` (results are cached the
+        As for :func:`hroof.studies.sweep.run_sweep` (results are cached the
         same way; ``progress`` is called with 1 per point).
     plans : sequence of Plan, optional
         The bound plans of :func:`plan_blocking` (``matrix``, ``blocks`` and
@@ -193,7 +193,7 @@ def run_blocking(
         anything is simulated).
     """
     from hroof.cachesim import resolve_machine
-    from hroof.roofline.sweep import run_sweep
+    from hroof.studies.sweep import run_sweep
 
     if hierarchy is None:
         hierarchy = resolve_machine(None)
@@ -233,7 +233,7 @@ def plot_blocking(points: Sequence[BlockingPoint], *, title: str | None = None):
     """Two panels against the storage (CSR, then each block size): each level's AI
     (FLOP/byte, useful flops) with the ideal AI and the fill ratio on a second axis;
     and each level's bytes per useful flop. Returns the figure."""
-    from hroof.roofline.plots import _colour, _figure
+    from hroof.plots.roofline import _colour, _figure
 
     if not points:
         raise HroofError("no points to plot")

@@ -1,10 +1,10 @@
 """Run the microkernels: compute ceilings and bandwidth sweeps of the host.
 
-:func:`measure_host` times the kernels of :mod:`hroof.measure.kernels` on one
+:func:`measure_host` times the kernels of :mod:`hroof.machine.measure.kernels` on one
 core and on all cores (Python threads running ``nogil`` kernels, each on its own
 arrays), keeps the best of several trials of each, finds the bandwidth plateaus
-of each sweep (:mod:`hroof.measure.plateaus`) and matches them to the host's
-cache levels (:func:`hroof.roofline.host.read_host`).
+of each sweep (:mod:`hroof.machine.measure.plateaus`) and matches them to the host's
+cache levels (:func:`hroof.machine.host.read_host`).
 
 Timing. A kernel call is first repeated with more passes until one call takes
 at least ``target_s`` seconds (so the timer's resolution and the call overhead
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hroof.errors import ConfigError
-from hroof.measure import kernels as K
-from hroof.measure.plateaus import LevelFigure, Plateau, find_plateaus, match_levels
-from hroof.roofline.host import SYSFS_CACHE, HostReport, read_host
+from hroof._base.errors import ConfigError
+from hroof.machine.host import SYSFS_CACHE, HostReport, read_host
+from hroof.machine.measure import kernels as K
+from hroof.machine.measure.plateaus import LevelFigure, Plateau, find_plateaus, match_levels
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -405,7 +405,7 @@ def measure_host(
     settings : Settings or str
         A :data:`PRESETS` name ("full", "quick", "tiny") or settings.
     host : HostReport, optional
-        The detected hierarchy (default: :func:`~hroof.roofline.host.read_host`).
+        The detected hierarchy (default: :func:`~hroof.machine.host.read_host`).
     threads : int, optional
         Threads of the all-core figures (default: the CPUs this process may use).
     progress : callable, optional

@@ -25,11 +25,11 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult
-from hroof.errors import HroofError
+from hroof.machine.model import Machine
 from hroof.roofline.analysis import roofline
-from hroof.roofline.machine import Machine
-from hroof.roofline.sweep import SweepPoint, Wall
+from hroof.studies.sweep import SweepPoint, Wall
 
 #: One colour per level, L1 first, memory last (colour-blind-safe Okabe-Ito).
 COLOURS = ["#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hroof._base.errors import HroofError
+from hroof._base.files import save_figure, write_text
 from hroof.cachesim import SimResult
-from hroof.errors import HroofError
-from hroof.files import save_figure, write_text
+from hroof.machine.model import Machine, load_machine
 from hroof.roofline.analysis import roofline
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
-from hroof.roofline.machine import Machine, load_machine
-from hroof.roofline.sweep import (
+from hroof.studies.sweep import (
     SweepPoint,
     Wall,
     expand_grid,
@@ -86,7 +86,7 @@ def run_demo(
     machine: Machine | None = None, *, progress: Callable[[int], None] | None = None
 ) -> Demo:
     """The 7-point stencil small and large, then swept across the walls (cached)."""
-    from hroof.runs import simulate_kernel
+    from hroof.studies.runs import simulate_kernel
 
     machine = machine or load_machine(None)
     machine.require("hroof demo")
@@ -147,7 +147,7 @@ def predicted_walls(points: list[SweepPoint], machine: Machine, param: str) -> d
 
 
 def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str):
-    from hroof.roofline import plots
+    from hroof.plots import roofline as plots
 
     figs = {}
     # Rooflines and AI need flops: a kernel without (copy) gets its traffic figure only.

@@ -25,12 +25,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult
-from hroof.errors import HroofError
+from hroof.machine.model import Machine
+from hroof.plots.roofline import _colour, _figure
 from hroof.roofline.energy import EnergyModel, energy_model, level_bytes, run_energy
-from hroof.roofline.machine import Machine
-from hroof.roofline.plots import _colour, _figure
-from hroof.roofline.sweep import SweepPoint, Wall
+from hroof.studies.sweep import SweepPoint, Wall
 
 FLOP_COLOUR = "#F0E442"  # Okabe-Ito yellow: no level uses it
 CONSTANT_COLOUR = "#BBBBBB"  # light grey, hatched
@@ -270,7 +270,7 @@ def plot_energy_breakdown(
     """Stacked bars of a sweep's energy per flop (pJ/FLOP): flops, each level, constant.
 
     One bar per value of ``param`` (sorted); the walls found by
-    :func:`hroof.roofline.sweep.find_walls` are dotted verticals between the
+    :func:`hroof.studies.sweep.find_walls` are dotted verticals between the
     bars they fall between. Levels without an energy per byte are named under
     the title (they take time, which the constant energy counts, but no energy
     of their own).

@@ -1,7 +1,7 @@
 """What ``hroof machine measure`` writes: a machine TOML file and ERT's ``roofline.json``;
 and ``hroof machine import-ert``, which reads a ``roofline.json`` back onto a machine.
 
-The machine file is the detected hierarchy (:func:`~hroof.roofline.host.read_host`)
+The machine file is the detected hierarchy (:func:`~hroof.machine.host.read_host`)
 with the measured figures: the peak is the single-core FMA SIMD double-precision
 rate, the compute ceilings are the single-core "no FMA" and "scalar" rates (when
 they lie below the peak, in order; otherwise they are kept only in ``[measured]``
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hroof._base.errors import ConfigError
 from hroof.cachesim.config import format_size
-from hroof.errors import ConfigError
-from hroof.measure.run import Measurement
-from hroof.roofline.machine import COMPUTE_CEILINGS, PRECISIONS, Machine, machine_from_dict
+from hroof.machine.measure.run import Measurement
+from hroof.machine.model import COMPUTE_CEILINGS, PRECISIONS, Machine, machine_from_dict
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -4,7 +4,7 @@ Every file hroof writes (results, reports, figures, machine files, traces) goes 
 hidden temporary file beside its target, ``.NAME.partial.EXT``, and is renamed over the
 target only once complete; on any error or Ctrl-C the temporary file is removed, so no
 half-written file is ever left that looks complete. An ``OSError`` becomes a one-line
-:class:`~hroof.errors.HroofError` naming the target.
+:class:`~hroof._base.errors.HroofError` naming the target.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hroof.errors import HroofError
+from hroof._base.errors import HroofError
 
 #: The figure formats hroof writes, told from the file name's suffix.
 FIGURE_FORMATS = ("png", "svg", "pdf")

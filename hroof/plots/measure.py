@@ -9,10 +9,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from hroof._base.files import save_figure
 from hroof.cachesim.config import format_size
-from hroof.files import save_figure
-from hroof.measure.run import Measurement
-from hroof.roofline.plots import COLOURS, _figure
+from hroof.machine.measure.run import Measurement
+from hroof.plots.roofline import COLOURS, _figure
 
 _KERNEL_COLOURS = {"read": COLOURS[0], "write": COLOURS[1], "copy": COLOURS[2], "triad": COLOURS[3]}
 

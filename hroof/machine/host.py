@@ -4,9 +4,9 @@ The kernel describes cpu0's caches in ``/sys/devices/system/cpu/cpu0/cache/index
 ``level``, ``type`` (Data, Instruction, Unified), ``size`` (e.g. ``48K``),
 ``ways_of_associativity``, ``coherency_line_size`` and ``number_of_sets``. The data
 and unified caches, sorted by level, become the levels L1, L2, ... of a
-:class:`~hroof.roofline.machine.Machine`. Bandwidths and the compute peak cannot be
+:class:`~hroof.machine.model.Machine`. Bandwidths and the compute peak cannot be
 read from the system, so they are left unknown (None), never guessed; ``hroof
-machine measure`` (:mod:`hroof.measure`) measures them.
+machine measure`` (:mod:`hroof.machine.measure`) measures them.
 
 A level whose values are odd (unreadable, not positive, a different line size from
 L1's, a capacity that does not divide into whole sets) is skipped, and the reason is
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hroof._base.errors import ConfigError
 from hroof.cachesim.config import HierarchyConfig, LevelConfig, format_size
-from hroof.errors import ConfigError
-from hroof.roofline.machine import Machine
+from hroof.machine.model import Machine
 
 #: Where Linux describes cpu0's caches.
 SYSFS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
@@ -270,7 +270,7 @@ def host_toml(
 
     Unknown figures are written as comments saying so, and that ``hroof machine
     measure`` measures them; the text loads back with
-    :func:`~hroof.roofline.machine.load_machine`.
+    :func:`~hroof.machine.model.load_machine`.
 
     Parameters
     ----------
