@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+# Matplotlib's font cache stays where it is (the per-test HOME below would make every
+# subprocess rebuild it).
+os.environ.setdefault(
+    "MPLCONFIGDIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "matplotlib"),
+)
+
 from hroof.cachesim import Simulator, hierarchy
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own HOME, result cache and host-file location.
+
+    Nothing a test writes (a cached sweep point, a measured host file) can reach
+    another test or the developer's own ~/.cache, and nothing there can reach a test.
+    """
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for var in ("HROOF_CACHE_DIR", "HROOF_HOST_MACHINE", "HROOF_SCHEDULER"):
+        monkeypatch.delenv(var, raising=False)
+    return home
 
 
 @pytest.fixture(scope="session", autouse=True)
