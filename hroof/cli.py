@@ -482,7 +482,7 @@ def _format_arg(text: str) -> str:
 # ============================================================================ commands
 def _load_machine(spec: str | None) -> HierarchyConfig:
     """Resolve ``--machine`` (errors about a file name the file)."""
-    from hroof.cachesim import resolve_machine
+    from hroof.machine.model import resolve_machine
 
     return resolve_machine(spec)
 
@@ -929,7 +929,8 @@ def _tomllib():
 
 def cmd_machine_list(args: argparse.Namespace) -> int:
     """``hroof machine list``: the machine files bundled with hroof."""
-    from hroof.cachesim import bundled_machines, load_hierarchy
+    from hroof.cachesim import load_hierarchy
+    from hroof.machine.catalog import bundled_machines
 
     known = bundled_machines()
     if not known:

@@ -356,7 +356,8 @@ def test_demo_out_unwritable(capsys, tmp_path):
 
 
 def test_wide_terminal_keeps_classes_in_the_main_table():
-    from hroof.cachesim import resolve_machine, simulate
+    from hroof.cachesim import simulate
+    from hroof.machine.model import resolve_machine
     from hroof.traces import iter_trace
 
     machine = resolve_machine("generic")

@@ -68,7 +68,7 @@ def register(sub, machine_sub) -> None:
         metavar="KEY=VALUE",
         help="the kernel's parameters; a list or range (n=16..256:x2) makes a sweep",
     )
-    from hroof.cachesim.config import DEFAULT_MACHINE
+    from hroof.machine.catalog import DEFAULT_MACHINE
 
     p.add_argument(
         "--machine",
