@@ -49,10 +49,22 @@ def machine_path(name_or_path: str | Path | None) -> Path:
     )
 
 
+def is_measured_host(machine) -> bool:
+    """Whether ``machine`` (anything with a ``source`` path) was loaded from the measured
+    host file (``--machine host``)."""
+    if not getattr(machine, "source", None):
+        return False
+    try:
+        return Path(machine.source).resolve() == host_machine_path().resolve()
+    except OSError:
+        return False
+
+
 __all__ = [
     "DEFAULT_MACHINE",
     "HOST_MACHINE",
     "bundled_machines",
     "host_machine_path",
+    "is_measured_host",
     "machine_path",
 ]
