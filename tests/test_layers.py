@@ -123,7 +123,7 @@ def test_the_check_fails_on_a_back_edge(tmp_path, monkeypatch, source, words):
 
 
 def test_no_module_is_a_god_module():
-    big = {_rel(p): n for p in _files() if (n := len(p.read_text().splitlines())) > 650}
+    big = {_rel(p): n for p in _files() if (n := len(p.read_text().splitlines())) > 700}
     # Being split while other work on them lands (trace readers; accelerator commands).
     for pending in ("hroof/traces/io.py", "hroof/cli/accel.py"):
         big.pop(pending, None)
