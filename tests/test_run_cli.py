@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
-from hroof.plots.report import load_sweep
+from hroof.studies.sweep import load_sweep
 from hroof.traces import Kernel, Param, plan_kernel, register_kernel
 from hroof.traces.kernels import unregister_kernel
 
@@ -217,8 +217,7 @@ def test_plot_measured(synthetic):
 
 
 def test_measured_field_round_trips(synthetic, tmp_path):
-    from hroof.plots.report import load_sweep
-    from hroof.studies.sweep import sweep_doc
+    from hroof.studies.sweep import load_sweep, sweep_doc
 
     machine, pts = synthetic
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))

@@ -13,14 +13,18 @@ Value lists (:func:`parse_values`): ``16,24,32``; ``16..512:x2`` (doubling);
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
+from hroof.machine.model import Machine
+from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.traces import get_kernel
 
@@ -300,3 +304,50 @@ def find_walls(points: list[SweepPoint], param: str, *, jump: float = 1.25) -> l
                 )  # fmt: skip
         prev = cur
     return walls
+
+
+def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
+    """Read ``results.json`` of ``hroof sweep --out`` (or its directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise HroofError(f"no sweep results at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != "hroof.sweep/1":
+            raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
+                             p.get("cached", False), p.get("measured"))
+                  for p in doc["points"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, HroofError):
+            raise
+        raise HroofError(f"{path} is not a readable sweep result: {exc}") from None
+    if not points:
+        raise HroofError(f"{path} holds no points")
+    return points, doc.get("machine", "")
+
+
+def predicted_walls(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> dict:
+    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
+    (the wall the model predicts); empty for anything else."""
+    kernel = points[0].result.source.get("kernel")
+    if param != "n" or kernel not in STENCILS:
+        return {}
+    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
+    conds = stencil_layer_conditions(
+        {**fixed, "n": points[0].params["n"]},
+        getattr(machine, "hierarchy", machine),
+        kernel=kernel,
+        safety=1.0,
+    )
+    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
+    out = {}
+    for c in conds:
+        n3 = c.max_n.get("3D")
+        if n3 and lo <= n3 <= hi:
+            out[c.level] = n3
+    return out
