@@ -139,3 +139,22 @@ def test_numba_options_live_in_one_place():
             if s.startswith(("@njit(", "@numba.njit(", "@jit(")) and "**" not in s:
                 offenders.append(f"{_rel(path)}:{i}: {s}")
     assert offenders == []
+
+
+def test_help_imports_no_numba_and_no_matplotlib():
+    """``hroof --help`` (the parser with every command) loads neither Numba nor matplotlib:
+    they load when a command that needs them runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, contextlib, io\n"
+        "from hroof.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "heavy = sorted(m for m in ('numba', 'matplotlib', 'distributed', 'dask') "
+        "if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
