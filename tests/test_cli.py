@@ -308,22 +308,33 @@ def test_empty_trace_is_not_an_error(capsys, tmp_path, fmt):
 
 # --------------------------------------------------------------------------- demo
 def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
-    """The demo: stencil7 small and large on the default machine, swept across the walls;
-    the summary's walls agree with the layer conditions; the report embeds its figures."""
+    """The demo: stencil7 in steady state on the default machine, swept across the walls;
+    the bound falls from wall to wall, the binding level moves down, every wall is beside
+    its layer-condition prediction, and the report embeds its figures."""
     monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
     out_dir = tmp_path / "demo"
     code, out, err = run(capsys, "demo", "--out", out_dir, "--quiet")
     assert code == 0, err
-    assert "stencil7 at n=16 and n=256" in out and "Skylake-SP" in out
-    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln[:3] in ("L1 ", "L2 ", "L3 ")}
-    assert rows["L1"].split()[1:3] == ["0.109", "0.109"]  # L1 AI = 7/64 at both sizes
-    assert "between n=16 and n=32" in rows["L1"] and rows["L1"].split()[-1] == "30"
-    assert "between n=128 and n=256" in rows["L2"] and rows["L2"].split()[-1] == "179"
-    assert "n=256: Bound" in out and "What to optimise next:" in out
+    assert "stencil7 in steady state" in out and "Skylake-SP" in out
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln[:1].isdigit()}
+    assert rows["16"][-1] == "L2" and rows["192"][-1] == "DRAM"
+    assert float(rows["16"][4]) == 0.0  # steady state: DRAM bytes per point at n=16
+    assert float(rows["192"][-2]) < float(rows["16"][-2])
+    assert "the binding level goes L2 -> L3 -> DRAM (down the hierarchy)" in out
+    flat = " ".join(out.split())
+    for level, lo, hi, n in (("L1", 16, 32, 30), ("L2", 32, 48, 38), ("L3", 96, 128, 119),
+                             ("L2", 128, 192, 179)):  # fmt: skip
+        assert f"{level} ({'32.0 KiB' if level == 'L1' else ''}" in flat or level != "L1"
+        assert f"between n={lo} and n={hi}" in flat
+        assert f"predicts it after n={n} (inside the measured interval)" in flat
+    assert "Left out (beyond n=192)" in flat and "n=947" in flat
+    assert "Cache-aware reading" in flat and "cannot say which level binds" in flat
+    assert "n=192: Bound" in out and "What to optimise next:" in out
     page = (out_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 3
-    for caption in ("Hierarchical (left) and cache-aware (right)", "Locality walls",
-                    "What to optimise next"):  # fmt: skip
+    for caption in ("The same runs in the hierarchical and the cache-aware roofline",
+                    "Locality walls", "What to optimise next", "predicted: breaks after",
+                    "steady state"):  # fmt: skip
         assert caption in page
     for name in ("roofline", "ai_vs_size", "traffic"):
         assert (out_dir / f"{name}.png").stat().st_size > 10_000
@@ -423,7 +434,7 @@ def test_version_and_help(capsys):
     [
         (["simulate", "--help"], ["--access-size BYTES", "FLOP/byte", "--chunk-size N", "JSON"]),
         (["machine", "show", "--help"], ["bytes", "GB/s"]),
-        (["demo", "--help"], ["report", "hroof-demo", "n=8..256:x2"]),
+        (["demo", "--help"], ["report", "hroof-demo", "n=16..192", "steady state"]),
     ],
 )
 def test_subcommand_help(capsys, argv, words):
@@ -715,13 +726,30 @@ def test_simulate_kernel_json(capsys):
     r = sim_json(capsys, "triad", "n=4096", "nt=true")
     assert r["source"] == {
         "kernel": "triad",
-        "params": {"n": 4096, "dtype": "float64", "nt": True, "align": 64, "gap": 0},
+        "params": {
+            "n": 4096,
+            "dtype": "float64",
+            "nt": True,
+            "align": 64,
+            "gap": 0,
+            "sweeps": 1,
+            "warmup": 0,
+        },
+        "accounting": {"mode": "cold", "warmup_sweeps": 0, "counted_sweeps": 1},
     }
+    a = r["analysis"]  # what the text shows, for a script: NT stores in the CARM AI
+    assert a["roofline"]["carm"]["ai"] == pytest.approx(2 / 24)
+    assert a["roofline"]["levels"][0]["ai"] == pytest.approx(2 / 16)
+    assert a["roofline"]["carm"]["bound_gflop_s"] <= a["roofline"]["bound_gflop_s"] * (1 + 1e-9)
+    assert a["accounting"]["mode"] == "cold" and a["roofline"]["binding"] == "DRAM"
+    walls = a["roofline"]["walls"]
+    assert sum(walls[-1]["parts"].values()) == r["memory"]["bytes"]
+    assert walls[-1]["parts"]["non_temporal"] == 8 * 4096
     assert r["flops"] == 2 * 4096 and r["accesses"] == 3 * 4096
     assert r["core"]["nt_stores"] == 4096
     assert r["levels"][0]["bytes"] == 16 * 4096  # NT stores bypass L1
     _, out, _ = run(capsys, "simulate", "daxpy", "n=1000")
-    assert out.startswith("kernel    daxpy n=1000 nt=false dtype=float64")
+    assert out.startswith("kernel    daxpy n=1000 nt=false sweeps=1 warmup=0 dtype=float64")
 
 
 def test_trace_writes_the_kernel_stream(capsys, tmp_path):
@@ -745,7 +773,7 @@ def test_trace_writes_the_kernel_stream(capsys, tmp_path):
     [
         (["simulate", "triadd"], ["unknown kernel 'triadd'", "did you mean 'triad'"]),
         (["simulate", "triad", "n=0"], ["n must be at least 1"]),
-        (["simulate", "triad", "size=3"], ["no parameter 'size'", "n, nt, dtype"]),
+        (["simulate", "triad", "size=3"], ["no parameter 'size'", "n, nt, sweeps, warmup, dtype"]),
         (["simulate", "triad", "n"], ["KEY=VALUE"]),
         (["simulate", "triad", "n=1", "n=2"], ["given twice"]),
         (["simulate", "triad", "dtype=float16"], ["float64, float32"]),

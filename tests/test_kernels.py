@@ -75,7 +75,9 @@ def test_lecture_stream_triad_bytes_through_the_simulator():
     nt = simulate_kernel("triad", h, n=n, nt=True)
     assert nt.memory.bytes == 24 * n
     assert nt.memory.bytes_written == 8 * n and nt.levels[0].write_allocate_fills == 0
-    assert nt.source == {"kernel": "triad", "params": nt.source["params"]}
+    assert nt.source == {"kernel": "triad", "params": nt.source["params"],
+                         "accounting": {"mode": "cold", "warmup_sweeps": 0,
+                                        "counted_sweeps": 1}}  # fmt: skip
     assert nt.source["params"]["nt"] is True
 
 
@@ -84,7 +86,9 @@ def test_registry_and_unknown_names():
     assert {"copy", "scale", "add", "triad", "daxpy"} <= set(names)
     with pytest.raises(HroofError, match=r"unknown kernel 'triadd'.*did you mean 'triad'"):
         get_kernel("triadd")
-    with pytest.raises(HroofError, match=r"has no parameter 'size'.*parameters: n, nt, dtype"):
+    with pytest.raises(
+        HroofError, match=r"has no parameter 'size'.*parameters: n, nt, sweeps, warmup"
+    ):
         plan_kernel("triad", size=3)
 
 

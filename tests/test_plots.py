@@ -89,7 +89,7 @@ def test_hierarchical(machine, sweep):
 def test_carm_dots_at_constant_ai(machine, sweep):
     fig = plots.plot_carm(sweep, machine, param="n")
     (ax,) = fig.axes
-    (dots,) = [ln for ln in ax.lines if ln.get_label() == "run (L1 AI)"]
+    (dots,) = [ln for ln in ax.lines if ln.get_label() == "run (CARM AI, hierarchical bound)"]
     xs = dots.get_xdata()
     assert len(xs) == len(sweep) and max(xs) == pytest.approx(min(xs)) == pytest.approx(7 / 64)
     assert any("(DRAM)" in t for t in texts(ax))
@@ -101,24 +101,30 @@ def test_side_by_side(machine, sweep):
     assert "Hierarchical" in fig.axes[0].get_title() and "Cache-aware" in fig.axes[1].get_title()
 
 
-def test_ai_vs_size_marks_walls(sweep):
-    walls = find_walls(sweep, "n")
+def test_ai_vs_size_marks_walls(machine, sweep):
+    from hroof.studies.sweep import sweep_walls
+
+    walls = sweep_walls(sweep, machine, "n")
     fig = plots.plot_ai_vs_size(sweep, "n", walls=walls)
     (ax,) = fig.axes
     assert ax.get_xlabel() == "n" and "FLOP/byte" in ax.get_ylabel()
-    assert [t.get_text() for t in ax.get_legend().texts] == ["L1", "L2", "L3", "DRAM"]
+    assert [t.get_text() for t in ax.get_legend().texts] == ["L1 AI", "L2 AI", "L3 AI", "DRAM AI"]
     assert sum("wall" in t for t in texts(ax)) == len(walls) >= 2
-    assert "L1 wall\n(4 KiB)" in texts(ax)
+    assert "L1 wall: 3D (planes)" in texts(ax)
+    assert "0.109" in texts(ax)  # L1's AI written beside its curve, not left to a log axis
+    assert "cold" in ax.get_title()
 
 
 def test_ai_vs_size_marks_predicted_walls(machine, sweep):
     from hroof.studies.sweep import predicted_walls
 
     predicted = predicted_walls(sweep, machine, "n")
-    assert predicted == {"L1": 9, "L2": 30}  # 3D layer conditions of 4 KiB and 32 KiB
+    # cold accounting: the 3D layer conditions of 4 KiB and 32 KiB
+    assert [(w.level, w.condition, w.n) for w in predicted] == [("L1", "3D", 9), ("L2", "3D", 30)]
     fig = plots.plot_ai_vs_size(sweep, "n", walls=find_walls(sweep, "n"), predicted=predicted)
     (ax,) = fig.axes
-    assert "L1: predicted\nn=9" in texts(ax) and "L2: predicted\nn=30" in texts(ax)
+    assert "L1 3D: predicted after n=9" in texts(ax)
+    assert "L2 3D: predicted after n=30" in texts(ax)
 
 
 def test_traffic_bars(sweep):
@@ -149,5 +155,5 @@ def test_roofline_of_runs_without_flops_is_a_clear_error(machine):
     # runs without flops are left out beside runs with them
     triad = simulate_kernel("triad", machine.hierarchy, n=512)
     (ax,) = plots.plot_carm([copy, triad], machine).axes
-    (dots,) = [ln for ln in ax.lines if ln.get_label() == "run (L1 AI)"]
+    (dots,) = [ln for ln in ax.lines if ln.get_label() == "run (CARM AI, hierarchical bound)"]
     assert len(dots.get_xdata()) == 1

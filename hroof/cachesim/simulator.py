@@ -413,6 +413,17 @@ class Simulator:
             if nout:
                 self._run_levels(lvl + 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout])
 
+    def reset_counters(self) -> None:
+        """Zero every counter but keep the caches' contents: what was fed so far
+        (a warm-up) is simulated but not counted, so the result is the steady state
+        of what is fed next. The miss classification remembers the lines seen
+        before (a line touched in the warm-up is not compulsory after it)."""
+        if self._finished:
+            raise HroofError("this simulation is finished; start a new Simulator")
+        self._wait()
+        self._st.ctr[:] = 0
+        self._st.core[:] = 0
+
     def finish(
         self,
         *,
@@ -524,25 +535,8 @@ class Simulator:
         )
 
 
-def simulate(
-    hierarchy: HierarchyConfig,
-    chunks: Iterable[Chunk],
-    *,
-    classify: bool = True,
-    flush: bool = True,
-    flops: int | None = None,
-    source: dict | None = None,
-    progress: Callable[[int], None] | None = None,
-    threads: int = 1,
-) -> SimResult:
-    """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
-
-    ``progress``, if given, is called with the number of accesses of each
-    chunk after it is simulated. ``timing.trace_s`` is the time spent producing
-    the chunks (reading or generating the trace). ``threads=2`` pipelines the
-    levels on two threads (``classify=False`` only; same result).
-    """
-    sim = Simulator(hierarchy, classify=classify, threads=threads)
+def _feed_all(sim: Simulator, chunks: Iterable[Chunk], progress) -> float:
+    """Feed every chunk; return the seconds spent producing them."""
     trace_s = 0.0
     it = iter(chunks)
     while True:
@@ -556,6 +550,37 @@ def simulate(
         sim.feed(addr, size, kind)
         if progress is not None:
             progress(len(addr))
+    return trace_s
+
+
+def simulate(
+    hierarchy: HierarchyConfig,
+    chunks: Iterable[Chunk],
+    *,
+    classify: bool = True,
+    flush: bool = True,
+    flops: int | None = None,
+    source: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+    threads: int = 1,
+    warmup: Iterable[Chunk] | None = None,
+) -> SimResult:
+    """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
+
+    ``progress``, if given, is called with the number of accesses of each
+    chunk after it is simulated. ``timing.trace_s`` is the time spent producing
+    the chunks (reading or generating the trace). ``threads=2`` pipelines the
+    levels on two threads (``classify=False`` only; same result). ``warmup``
+    chunks, when given, are simulated first and not counted
+    (:meth:`Simulator.reset_counters`): the result is the steady state of
+    ``chunks``.
+    """
+    sim = Simulator(hierarchy, classify=classify, threads=threads)
+    trace_s = 0.0
+    if warmup is not None:
+        trace_s += _feed_all(sim, warmup, progress)
+        sim.reset_counters()
+    trace_s += _feed_all(sim, chunks, progress)
     return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
 
 

@@ -15,16 +15,18 @@ from hroof.cli.text import emit, term_width
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``hroof demo``: the 7-point stencil small, large and swept, with a report."""
+    """``hroof demo``: the 7-point stencil in steady state swept across the walls, with a
+    report."""
     from hroof.machine.model import load_machine
     from hroof.plots.report import write_report
     from hroof.studies.demo import (
         DEMO_KERNEL,
-        DEMO_LARGE,
-        DEMO_SMALL,
         DEMO_SWEEP,
+        DEMO_WARMUP,
+        carm_lesson,
         format_rows,
         run_demo,
+        summary_lines,
         summary_table,
     )
 
@@ -34,34 +36,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise HroofError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from None
-    with Progress(6, enabled=False if args.quiet else None, unit="points") as bar:
+    npoints = len(DEMO_SWEEP.split(","))
+    with Progress(npoints, enabled=False if args.quiet else None, unit="points") as bar:
         demo = run_demo(machine, progress=bar)
     summary = summary_table(demo)
+    story = summary_lines(demo)
+    lesson = carm_lesson(demo.large, machine)
     written = write_report(
         demo.points, machine, Path(args.out),
-        title=f"hroof demo: {DEMO_KERNEL} on {machine.name}", summary=summary,
+        title=f"hroof demo: {DEMO_KERNEL} in steady state on {machine.name}", summary=summary,
+        notes=[*story, "Cache-aware reading: " + lesson],
     )  # fmt: skip
+    width = term_width()
     lines = [
-        f"hroof demo: {DEMO_KERNEL} at n={DEMO_SMALL} and n={DEMO_LARGE}, then swept over "
-        f"n={DEMO_SWEEP}",
+        f"hroof demo: {DEMO_KERNEL} in steady state ({DEMO_WARMUP} warm-up sweeps simulated "
+        f"and not counted, then 1 counted sweep), swept over n={DEMO_SWEEP}",
         f"machine   {machine.name}",
         f"          {machine.hierarchy.describe()}",
         "",
         format_rows(summary),
         "",
-        "AI: flops per byte each level moves for the level above (FLOP/byte). A wall is the",
-        "sweep step where the level below's traffic per flop jumps: the level stopped holding",
-        "the three planes the stencil reuses; the layer condition predicts the same from the",
-        "cache's capacity alone.",
-        "",
     ]
-    if demo.large.flops:
+    for line in story:
+        indent = " " * (len(line) - len(line.lstrip()))
+        lines += textwrap.wrap(line, width, subsequent_indent=indent + "  ")
+    lines += ["", *textwrap.wrap("Cache-aware reading: " + lesson, width), ""]
+    large = demo.large
+    if large.result.flops and large.result.memory.bytes:
         from hroof.roofline.guidance import guidance
 
-        g = guidance(demo.large, machine)
-        lines += [f"n={DEMO_LARGE}: {g.lines()[0]}", "What to optimise next:"]
+        g = guidance(large.result, machine)
+        lines += [f"n={large.params['n']}: {g.lines()[0]}", "What to optimise next:"]
         for i, s in enumerate(g.steps, 1):
-            lines += textwrap.wrap(s.text, term_width(), initial_indent=f"  {i}. ",
+            lines += textwrap.wrap(s.text, width, initial_indent=f"  {i}. ",
                                    subsequent_indent="     ")  # fmt: skip
         if g.moot:
             lines.append(f"  (need not: {', '.join(s.what for s in g.moot)}: above the bound)")
@@ -75,13 +82,14 @@ def register(sub, machine_sub) -> None:
     """Add ``demo``."""
     p = sub.add_parser(
         "demo",
-        help="the 7-point stencil small, large and swept across the walls, with a report",
+        help="the 7-point stencil in steady state swept across the walls, with a report",
         description=(
-            "Simulate the 3D 7-point stencil at n=16 and n=256 on the default machine "
-            "(or --machine), sweep it over n=8..256:x2 across the locality walls, print a "
-            "summary (each level's AI small and large, the bound and what binds, the walls "
-            "found and the layer conditions' prediction), and write a self-contained HTML "
-            "report with the figures to DIR (default hroof-demo/)."
+            "Simulate the 3D 7-point stencil in steady state (2 warm-up sweeps simulated, "
+            "not counted) on the default machine (or --machine) at n=16..192, across the "
+            "locality walls; print a summary (per size the bytes each level sends below, "
+            "the bound and what binds; every wall beside its layer-condition prediction; "
+            "the walls left out; the cache-aware reading of the largest run), and write a "
+            "self-contained HTML report with the figures to DIR (default hroof-demo/)."
         ),
     )
     p.add_argument("--out", metavar="DIR", default="hroof-demo",

@@ -18,6 +18,7 @@ from hroof.cli.text import (
     pct_text,
     text_table,
 )
+from hroof.traces.kernels import accounting_text
 
 #: The three miss classes (Hill & Smith), in the order the tables show them.
 CLASSES = ("compulsory", "capacity", "conflict")
@@ -111,6 +112,7 @@ def format_result(
             ("flops", flops),
             ("machine", mach),
             ("options", ", ".join(options)),
+            ("counted", accounting_text(src)),
             ("time", timing),
         ],
         width,
@@ -185,16 +187,23 @@ def format_result(
 
     # ---------------------------------------------------------------- traffic
     if classified:
+        from hroof.roofline.analysis import traffic_parts
+
+        labels = dict(TRAFFIC_LABELS)
+        if core.bytes_nt:
+            labels["non_temporal"] = "NT stores"
         cols = [Col("traffic", "<", 0), Col("total")]
-        for label in TRAFFIC_LABELS.values():
+        for label in labels.values():
             cols += [Col(label), Col("%", gap=1)]
         rows = []
         names = [lv.name for lv in levels] + [mem.name]
-        for i, lv in enumerate(levels):
-            part = lv.traffic_below
-            row = [f"{names[i]} -> {names[i + 1]}", format_bytes(lv.traffic_below_bytes)]
-            for key in TRAFFIC_LABELS:
-                row += [format_bytes(part[key]), pct_text(part[key], lv.traffic_below_bytes)]
+        for i in range(len(levels)):
+            part = traffic_parts(result, i)
+            total = sum(part.values())  # the bytes of the level below, NT stores included
+            row = [f"{names[i]} -> {names[i + 1]}", format_bytes(total)]
+            for key in labels:
+                v = part.get(key, 0)
+                row += [format_bytes(v), pct_text(v, total)]
             rows.append(row)
         out += ["", "Traffic to the next level down, by cause (% of that traffic):"]
         out += text_table(cols, rows)
@@ -350,7 +359,8 @@ def format_sweep(points, machine, walls) -> str:
             poor += row[-1].startswith("POOR")
         rows.append(row)
     lines = [
-        f"kernel    {points[0].result.source.get('kernel')}  ({len(points)} points)",
+        f"kernel    {points[0].result.source.get('kernel')}  ({len(points)} points; "
+        f"{accounting_text(points[0].result.source, short=True)})",
         f"machine   {machine.name}",
         f"          {machine.hierarchy.describe()}",
         "",
@@ -379,23 +389,19 @@ def format_sweep(points, machine, walls) -> str:
             + (f" {poor} of {len(points)} points are POOR." if poor else ""),
             REPORT_WIDTH,
         )
-    from hroof.studies.sweep import predicted_walls
+    from hroof.studies.sweep import missing_walls_text
 
-    predicted = predicted_walls(points, machine, vary[0]) if len(vary) == 1 else {}
     if walls:
         lines += ["", "Locality walls (where a level's traffic per flop jumps):"]
         for w in walls:
-            lines.append(
-                f"  {w.level} ({format_bytes(w.capacity)}): between {w.param}={w.before} "
-                f"(footprint {format_bytes(w.footprint_before)}) and {w.param}={w.after} "
-                f"(footprint {format_bytes(w.footprint_after)}): "
-                f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g} bytes/flop below"
-                + (
-                    f"; the layer condition predicts n={predicted[w.level]}"
-                    if w.level in predicted
-                    else ""
-                )
-            )
+            lines += textwrap.wrap(w.text(), REPORT_WIDTH, initial_indent="  ",
+                                   subsequent_indent="    ")  # fmt: skip
+    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
+        notes = missing_walls_text(walls, points, machine, vary[0])
+        if notes:
+            lines.append("")
+        for note in notes:
+            lines += textwrap.wrap(note, REPORT_WIDTH, subsequent_indent="  ")
     return "\n".join(lines)
 
 

@@ -51,19 +51,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 raise HroofError(f"{flag} is for --trace; a kernel knows its own")
         plan = kernel_plan(args.kernel, args.params)
         machine = resolve_machine(args.machine)
+        from hroof.studies.runs import simulate_kernel
+
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
-            result = simulate(
+            result = simulate_kernel(
+                plan,
                 machine,
-                plan.chunks(args.chunk_size),
                 classify=not args.no_classify,
                 flush=not args.no_flush,
-                flops=plan.flops,
-                source=plan.source(),
+                chunk_size=args.chunk_size,
                 progress=bar,
                 threads=args.threads,
             )
         if args.json:
-            emit(result.to_json())
+            emit(_json(result, machine))
         else:
             text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
             emit(text + _advice(result, machine))
@@ -86,10 +87,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             threads=args.threads,
         )
     if args.json:
-        emit(result.to_json())
+        emit(_json(result, machine))
     else:
         emit(format_result(result, machine, width=term_width()) + _advice(result, machine))
     return 0
+
+
+def _json(result: SimResult, hierarchy: HierarchyConfig) -> str:
+    """The result as JSON with its ``analysis`` (the roofline, CARM, walls, guidance)."""
+    import json
+
+    from hroof.roofline import load_machine
+    from hroof.roofline.document import result_doc
+
+    machine = load_machine(hierarchy.source) if hierarchy.source is not None else None
+    return json.dumps(result_doc(result, machine), indent=2)
 
 
 def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:

@@ -21,7 +21,7 @@ from hroof.cli.text import emit
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
     from hroof.machine.model import load_machine
-    from hroof.studies.sweep import expand_grid, find_walls, run_sweep, sweep_doc, varying
+    from hroof.studies.sweep import expand_grid, run_sweep, sweep_doc, sweep_walls, varying
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
@@ -48,14 +48,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     vary = varying(points)
     walls = []
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
-        walls = find_walls(points, vary[0])
+        walls = sweep_walls(points, machine, vary[0])
     written = []
     if args.out is not None:
         written = _sweep_outputs(Path(args.out), points, machine, walls, vary)
     if args.json:
         import json
 
-        emit(json.dumps(sweep_doc(points, machine.name, walls), indent=1))
+        emit(json.dumps(sweep_doc(points, machine, walls), indent=1))
     else:
         text = format_sweep(points, machine, walls)
         if written:
@@ -72,7 +72,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 
     from hroof.studies.sweep import sweep_doc
 
-    doc = sweep_doc(points, machine.name, walls)
+    doc = sweep_doc(points, machine, walls)
     written = []
     write_text(out / "results.json", json.dumps(doc, indent=1) + "\n")
     written.append(out / "results.json")

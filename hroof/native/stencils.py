@@ -110,7 +110,7 @@ def _prepare(plan: Plan) -> Prepared:
     return Prepared(
         run=run,
         arrays=arrays,
-        core_bytes=plan.accesses * elem,
+        core_bytes=(plan.accesses - plan.warmup * plan.per_iteration) * elem,
         reset=restorer(arrays, initial, ("old", "new")) if sweeps > 1 else None,
         initial=initial,
     )

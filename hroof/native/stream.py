@@ -72,13 +72,16 @@ def _prepare(plan: Plan) -> Prepared:
     fill(arrays, [a.name for a in plan.arrays])
     args = tuple(arrays[n] for n in names) + ((ftype(Q),) if takes_q else ())
 
+    sweeps = plan.sweeps  # counted passes; warm-up passes are the timer's own repeats
+
     def run():
-        fn(*args)
+        for _ in range(sweeps):
+            fn(*args)
 
     return Prepared(
         run=run,
         arrays=arrays,
-        core_bytes=plan.accesses * elem,
+        core_bytes=(plan.accesses - plan.warmup * plan.per_iteration) * elem,
         # daxpy adds 3x to y on every run: linear growth, harmless, so no reset between
         # the timed repeats.
         reset=None,

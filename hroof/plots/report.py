@@ -20,42 +20,73 @@ from hroof.roofline.analysis import roofline
 from hroof.studies.sweep import (
     SweepPoint,
     Wall,
-    find_walls,
+    missing_walls_text,
     predicted_walls,
+    sweep_walls,
     varying,
 )
 
-_CAPTIONS = {
-    "roofline": (
-        "Hierarchical (left) and cache-aware (right) rooflines of the same runs. Left: each "
-        "run is a row of dots, one per level at that level's arithmetic intensity, at the "
-        "performance the slowest level allows; as the grid grows and a level stops holding "
-        "the planes the stencil reuses, that level's dot moves left. Right: the cache-aware "
-        "view has one intensity (flops per byte the core loads and stores), so the same runs "
-        "stay at one AI and drop from under one bandwidth roof to under the next."
-    ),
-    "ai_vs_size": (
-        "Arithmetic intensity of each level against the grid size n. L1's is constant (the "
-        "core always moves 64 bytes a point); a lower level's AI falls at the size where the "
-        "level above it stops holding the data: the locality walls, marked with the capacity "
-        "of the level that overflowed."
-    ),
-    "measured": (
-        "Performance measured on the host that ran the sweep (the kernel run natively, one "
-        "thread; the dot is the median run, the bar the middle half of the runs) beside the "
-        "bound the simulation predicts on the machine model (the line, with the level that "
-        "binds). The number by each dot is measured / predicted. Below the dashed line (half "
-        "the bound) a point is in the roofline's poor-performance region and is marked POOR. "
-        "Unless the sweep ran with --machine host, the model is another machine than the "
-        "host, so the ratio compares the two machines as much as the code."
-    ),
-    "traffic": (
-        "The bytes each level moves to the level below, per flop, split by cause: compulsory "
-        "(first touch and first writeback), write-allocate (reading a line before storing "
-        "into it), capacity (the level was too small) and conflict (too many lines in one "
-        "set). The walls are where capacity traffic appears."
-    ),
+#: Section headings in words.
+_HEADINGS = {
+    "roofline": "The same runs in the hierarchical and the cache-aware roofline",
+    "ai_vs_size": "Each level's arithmetic intensity against size",
+    "traffic": "Where each level's traffic comes from",
+    "measured": "Measured on this host against the predicted bound",
 }
+
+_MEASURED_CAPTION = (
+    "Performance measured on the host that ran the sweep (the kernel run natively, one "
+    "thread; the dot is the median run, the bar the middle half of the runs) beside the "
+    "bound the simulation predicts on the machine model (the line, with the level that "
+    "binds). Below the dashed line (half the bound) a point is POOR. Unless the sweep ran "
+    "with --machine host, the model is another machine than the host."
+)
+
+
+def captions(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str) -> dict:
+    """Each figure's caption, computed from the data: only what is true of these runs."""
+    from hroof.traces import accounting_text
+
+    pts = sorted(points, key=lambda p: p.params[param])
+    acc = accounting_text(pts[0].result.source)
+    out = {"measured": _MEASURED_CAPTION}
+    flops = [p for p in pts if p.result.flops]
+    if flops and not machine.missing():
+        r0, r1 = roofline(flops[0].result, machine), roofline(flops[-1].result, machine)
+        c = r1.carm
+        above = [lv.name for lv in c.levels if lv.attainable and r1.bound > lv.attainable * 1.001]
+        verb = "falls" if r1.bound < r0.bound else "rises"
+        text = (f"Counted in {acc}. Left, hierarchical: a run is a row of dots at its bound, "
+                "one dot per level at that level's own AI (flops / the bytes that level "
+                f"moves). Right, cache-aware (CARM): a run is one dot at its one AI, flops / "
+                "(L1 bytes + non-temporal store bytes), at the same bound; every roof is read "
+                f"at that AI. From {param}={flops[0].params[param]} to "
+                f"{param}={flops[-1].params[param]} the bound {verb} from {r0.bound:.3g} "
+                f"GFLOP/s ({r0.binding} binds) to {r1.bound:.3g} GFLOP/s ({r1.binding} "
+                "binds).")  # fmt: skip
+        if above and c.ai:
+            roofs = " and ".join(above) + (" roofs" if len(above) > 1 else " roof")
+            text += (f" At {param}={flops[-1].params[param]} the dot (CARM AI {c.ai:.3g}) sits "
+                     f"above the {roofs} at that AI: the caches above filter the traffic, so "
+                     "fewer bytes cross those levels than the core moves. The CARM cannot say "
+                     "which level binds; the hierarchical roofline does, from each level's "
+                     "own AI.")  # fmt: skip
+        out["roofline"] = text
+    if flops:
+        wl = "; ".join(f"{w.level} between {param}={w.before} and {w.after}"
+                       + (f" ({w.condition}, predicted after {w.predicted})" if w.condition
+                          else "") for w in walls)  # fmt: skip
+        found = f"Walls: {wl}." if walls else "No wall in this range."
+        out["ai_vs_size"] = (f"Counted in {acc}. A level's AI falls where the level above "
+                             "it stops holding data it reuses (a locality wall, dotted; the "
+                             "layer conditions' predictions dashed red). A level with no "
+                             f"traffic at a size has no dot. {found}")  # fmt: skip
+    out["traffic"] = (f"Counted in {acc}. The bytes each level receives from the level "
+                      "above per flop, split by cause: compulsory (first touch and first "
+                      "writeback), write-allocate, capacity, conflict, and non-temporal "
+                      "stores (from the core straight to memory); the parts sum to the "
+                      "level's bytes.")  # fmt: skip
+    return out
 
 
 def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str):
@@ -84,6 +115,7 @@ def write_report(
     *,
     title: str,
     summary: list[list[str]] | None = None,
+    notes: list[str] | None = None,
 ) -> list[Path]:
     """PNG and SVG figures and a self-contained ``report.html`` in ``out``."""
     out = Path(out)
@@ -95,16 +127,16 @@ def write_report(
     if len(vary) != 1 or not isinstance(points[0].params[vary[0]], int):
         raise HroofError("a report needs a sweep over one integer parameter (e.g. n)")
     param = vary[0]
-    walls = find_walls(points, param)
+    walls = sweep_walls(points, machine, param)
     written = []
     embedded = []
     for name, fig in _figures(points, machine, walls, param).items():
         for ext in ("png", "svg"):
             written.append(save_figure(fig, out / f"{name}.{ext}"))
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100)
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
-    page = _html(title, machine, points, walls, param, embedded, summary)
+    page = _html(title, machine, points, walls, param, embedded, summary, notes or [])
     written.append(write_text(out / "report.html", page))
     return written
 
@@ -141,19 +173,32 @@ def _guidance_html(points: list[SweepPoint], machine: Machine, param: str) -> li
     if not res.memory.bytes:
         return []
     lines = guidance(res, machine).lines()
-    items = "".join(f"<li>{html.escape(ln.strip().lstrip('-').strip())}</li>" for ln in lines[1:]
-                    if ln.startswith("  "))  # fmt: skip
+    import re
+
+    marker = re.compile(r"^(\d+\.|-)\s*")  # the list's own numbers and dashes: the <ol> has its
+    steps = [ln for ln in lines[1:] if marker.match(ln.strip()) and ln.strip()[0].isdigit()]
+    moot = [ln for ln in lines[1:] if ln.strip().startswith("- ")]
+    items = "".join("<li>" + html.escape(marker.sub("", ln.strip())) + "</li>" for ln in steps)
+    if not steps:
+        items = "<li>Nothing left to break through: the bound is the roof itself.</li>"
+    moot_html = "".join("<li>" + html.escape(marker.sub("", ln.strip())) + "</li>" for ln in moot)
     return [
         f"<h2>What to optimise next ({html.escape(param)}={last.params[param]})</h2>",
-        f"<p>{html.escape(lines[0])} The ceilings of the machine file, and the traffic "
-        "into the binding level by cause, ranked by what each would gain (the lecture's "
-        "three strategies: in-core, bandwidth, data movement); the last ones listed do not "
-        "matter at this arithmetic intensity.</p>",
-        f"<ul>{items}</ul>",
+        f"<p>{html.escape(lines[0])}</p>",
+        f"<ol>{items}</ol>",
+        *(
+            [f"<details><summary>What need not be done yet</summary><ul>{moot_html}</ul></details>"]
+            if moot
+            else []
+        ),
+        "<details><summary>How this list is made</summary><p>The ceilings of the machine "
+        "file, and the traffic into the binding level by cause, ranked by what each would "
+        "gain (the lecture's three strategies: in-core, bandwidth, data movement); the last "
+        "ones listed do not matter at this arithmetic intensity.</p></details>",
     ]
 
 
-def _html(title, machine, points, walls, param, embedded, summary) -> str:
+def _html(title, machine, points, walls, param, embedded, summary, notes) -> str:
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
     measured = any(p.measured for p in points)
     rows = [[param, "footprint", *(f"{n} AI" for n in names), "bound GFLOP/s", "binds"]]
@@ -166,10 +211,17 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
                      f"{r.bound:.3g}" if r.bound else "-", r.binding or "-"])  # fmt: skip
         if measured:
             rows[-1] += _measured_cells(p, machine)
-    wall_rows = [["level", "capacity", f"{param} before", f"{param} after", "bytes/flop below"]]
+    wall_rows = [["level", "capacity", f"{param} before", f"{param} after", "bytes/flop below",
+                  "what broke", "predicted: breaks after"]]  # fmt: skip
     for w in walls:
         change = f"{w.bytes_per_flop_before:.3g} -> {w.bytes_per_flop_after:.3g}"
-        wall_rows.append([w.level, f"{w.capacity:,} B", str(w.before), str(w.after), change])
+        why = w.explanation.split(": ", 1)[-1] if w.explanation else "-"
+        pred = f"{param}={w.predicted}" if w.predicted is not None else "-"
+        if w.predicted is not None and not w.matched:
+            pred += " (outside the interval)"
+        wall_rows.append([w.level, f"{w.capacity:,} B", str(w.before), str(w.after), change,
+                          why, pred])  # fmt: skip
+    missing = missing_walls_text(walls, points, machine, param)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:"
@@ -181,8 +233,13 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
         f"({html.escape(machine.hierarchy.describe())}). "
         f"Kernel: {html.escape(str(points[0].result.source.get('kernel')))}.</p>",
     ]
+    from hroof.traces import accounting_text
+
+    parts.append(f"<p>Counted in {html.escape(accounting_text(points[0].result.source))}.</p>")
     if summary:
         parts += ["<h2>Summary</h2>", _table_html(summary)]
+    if notes:
+        parts += ["<ul class='notes'>", *(f"<li>{html.escape(n)}</li>" for n in notes), "</ul>"]
     parts += ["<h2>Every point</h2>", _table_html(rows)]
     if any(p.measured for p in points):
         parts.append(
@@ -195,10 +252,13 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
         )
     parts += ["<h2>Locality walls</h2>",
               _table_html(wall_rows) if walls else "<p>No wall in this range.</p>"]  # fmt: skip
+    if missing:
+        parts += ["<ul>", *(f"<li>{html.escape(m)}</li>" for m in missing), "</ul>"]
     parts += _guidance_html(points, machine, param)
+    caps = captions(points, machine, walls, param)
     for name, data in embedded:
-        parts += [f"<h2>{name.replace('_', ' ')}</h2>",
-                  f"<p>{html.escape(_CAPTIONS.get(name, ''))}</p>",
+        parts += [f"<h2>{html.escape(_HEADINGS.get(name, name.replace('_', ' ')))}</h2>",
+                  f"<p>{html.escape(caps.get(name, ''))}</p>",
                   f"<img alt='{name}' src='data:image/png;base64,{data}'>"]  # fmt: skip
     parts.append("<p><small>Made by hroof.</small></p></body></html>")
     return "\n".join(parts)

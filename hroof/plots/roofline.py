@@ -31,6 +31,7 @@ from hroof.plots.figure import PART_COLOURS, figure
 from hroof.plots.figure import colour as level_colour
 from hroof.roofline.analysis import roofline
 from hroof.studies.sweep import SweepPoint, Wall
+from hroof.traces import accounting_text
 
 
 def _levels(machine: Machine) -> list[tuple[str, float]]:
@@ -201,24 +202,27 @@ def plot_carm(
     points: Sequence[SweepPoint | SimResult], machine: Machine, *, param: str | None = None,
     ax=None, title: str = "Cache-aware roofline",
 ):  # fmt: skip
-    """One dot per run at its L1 AI (the CARM's single AI), at the run's predicted
+    """One dot per run at its CARM AI (flops / (L1 bytes + non-temporal store bytes), the
+    CARM's single AI), at the run's predicted
     performance (the hierarchical bound): over a sweep the dots drop at constant AI from
     under one bandwidth roof to under the next, as the binding level moves down."""
     points, results = _with_ai(points)
     fig, ax = _axes(ax, title)
-    ais = [r.levels[0].ai for r in results if r.levels[0].ai]
+    carm = [roofline(r, machine).carm.ai for r in results]
+    ais = [a for a in carm if a]
     xlim = _xlim(ais, machine)
     _draw_roofs(ax, machine, xlim)
     xs, ys, labels = [], [], []
-    for p, r in zip(points, results, strict=True):
+    for p, r, cai in zip(points, results, carm, strict=True):
         perf, binding = bound(r, machine)
-        xs.append(r.levels[0].ai)
+        xs.append(cai)
         ys.append(perf)
         if param:
             labels.append((_label(p, param), xs[-1], perf, binding))
     _annotate_runs(ax, labels, dx=5)
-    ax.plot(xs, ys, "s", color="black", ms=6, label="run (L1 AI)", zorder=3)
-    mx = [(r.levels[0].ai, p.measured["gflop_s"]) for p, r in zip(points, results, strict=True)
+    ax.plot(xs, ys, "s", color="black", ms=6, label="run (CARM AI, hierarchical bound)",
+            zorder=3)  # fmt: skip
+    mx = [(a, p.measured["gflop_s"]) for p, a in zip(points, carm, strict=True)
           if isinstance(p, SweepPoint) and p.measured and p.measured.get("gflop_s")]  # fmt: skip
     if mx:
         ax.plot(*zip(*mx, strict=True), "o", mfc="none", mec="tab:red", ms=7, mew=1.4,
@@ -228,14 +232,44 @@ def plot_carm(
     return fig
 
 
+def side_by_side_titles(points: Sequence[SweepPoint], machine: Machine,
+                        param: str | None = None) -> tuple[str, str]:  # fmt: skip
+    """Titles of the two panels, each stating only what is true of the data: whether the
+    lowest level's AI moves left or right and whether the bound falls or rises with size."""
+    pts = sorted(points, key=lambda p: p.params[param]) if param else list(points)
+    pts = [p for p in pts if p.result.flops]
+    acc = accounting_text(pts[0].result.source, short=True) if pts else ""
+    if len(pts) < 2 or not param:
+        return (f"Hierarchical roofline, {acc}", f"Cache-aware roofline, {acc}")
+    first, last = roofline(pts[0].result, machine), roofline(pts[-1].result, machine)
+    p0, p1 = pts[0].params[param], pts[-1].params[param]
+    moved = [lv0.name for lv0, lv1 in zip(first.levels, last.levels, strict=True)
+             if lv0.ai and lv1.ai and lv1.ai < lv0.ai / 1.25]  # fmt: skip
+    appeared = [lv0.name for lv0, lv1 in zip(first.levels, last.levels, strict=True)
+                if not lv0.ai and lv1.ai]  # fmt: skip
+    parts = []
+    if moved:
+        parts.append(f"{', '.join(moved)} AI moves left")
+    if appeared:
+        parts.append(f"{', '.join(appeared)} traffic appears")
+    left = (f"Hierarchical ({acc}): {param}={p0}..{p1}: "
+            + ("; ".join(parts) if parts else "no level's AI moves left"))  # fmt: skip
+    verb = "falls" if last.bound < first.bound else "rises"
+    right = (f"Cache-aware: one AI; bound {verb} {first.bound:.3g} -> {last.bound:.3g} GFLOP/s, "
+             f"{first.binding} -> {last.binding} binds")  # fmt: skip
+    return left, right
+
+
 def plot_side_by_side(points: Sequence[SweepPoint], machine: Machine, *, param: str | None = None):
-    """The teaching figure: hierarchical (dots move left) and cache-aware (dots drop)."""
-    fig = figure(13, 5.2)
+    """The teaching figure: hierarchical (each level's AI) and cache-aware (one AI), with
+    titles computed from the data (:func:`side_by_side_titles`)."""
+    fig = figure(15, 6)
     a, b = fig.subplots(1, 2, sharey=True)
-    plot_hierarchical(points, machine, param=param, ax=a,
-                      title="Hierarchical: each level's AI moves left as size grows")  # fmt: skip
-    plot_carm(points, machine, param=param, ax=b,
-              title="Cache-aware: one AI, the bound drops as size grows")  # fmt: skip
+    left, right = side_by_side_titles(points, machine, param)
+    plot_hierarchical(points, machine, param=param, ax=a, title=left)
+    plot_carm(points, machine, param=param, ax=b, title=right)
+    for ax in (a, b):
+        ax.title.set_fontsize(10)
     return fig
 
 
@@ -244,82 +278,113 @@ def plot_ai_vs_size(
     param: str,
     *,
     walls: Sequence[Wall] = (),
-    predicted: dict[str, float] | None = None,
+    predicted: Sequence | None = None,
     ax=None,
 ):
     """Each level's AI (FLOP/byte) against the swept parameter, with the walls found
-    marked between the sizes where they fall (dotted, annotated with the capacity of the
-    level that overflowed) and, if given, the walls a model predicts (``predicted``:
-    level name -> size, e.g. from the stencil layer conditions; dashed, at the bottom)."""
+    marked between the sizes where they fall (dotted, annotated with the level and the
+    condition that broke) and, if given, the walls the layer conditions predict
+    (``predicted``: :class:`~hroof.roofline.layers.PredictedWall` items; dashed red, at
+    the bottom). Labels of walls that share a place are stacked, never overprinted; a
+    level with no traffic at a size (the steady state of a grid that fits) has no dot."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        ax = figure(7, 4.5).subplots()
+        ax = figure(12.5, 6.5).subplots()
     fig = ax.figure
     names = [n for n, _ in level_ais(pts[0].result)]
     x = [p.params[param] for p in pts]
+    markers = "osD^v<>"
     for i, n in enumerate(names):
         y = [dict(level_ais(p.result))[n] for p in pts]
-        ax.plot(
-            x, [v if v else np.nan for v in y], "o-", color=level_colour(i, len(names)), label=n
-        )
-    for w in walls:
+        # Later levels drawn thinner on top, so a curve that coincides stays visible.
+        ax.plot(x, [v if v else np.nan for v in y], marker=markers[i % len(markers)],
+                color=level_colour(i, len(names)), label=f"{n} AI", lw=2.4 - 0.4 * i,
+                ms=8 - 1.2 * i, mfc="none" if i % 2 else None)  # fmt: skip
+        known = [(xv, v) for xv, v in zip(x, y, strict=True) if v]
+        if known:  # the value itself, so no reader has to interpolate a log axis
+            ax.annotate(f"{known[-1][1]:.3g}", known[-1], xytext=(8, 4 - 10 * (i % 2)),
+                        textcoords="offset points", fontsize=8, va="center",
+                        color=level_colour(i, len(names)))  # fmt: skip
+    for k, w in enumerate(walls):
         mid = (w.before * w.after) ** 0.5
         ax.axvline(mid, color="grey", ls=":", lw=1)
-        cap = f"{w.capacity / 1024:g} KiB" if w.capacity else "?"
-        ax.annotate(f"{w.level} wall\n({cap})", (mid, 1), xycoords=("data", "axes fraction"),
-                    xytext=(0, -4), textcoords="offset points", ha="center", va="top",
-                    fontsize=7)  # fmt: skip
-    for level, size in (predicted or {}).items():
-        ax.axvline(size, color="tab:red", ls="--", lw=0.8)
-        ax.annotate(f"{level}: predicted\n{param}={size:g}", (size, 0),
-                    xycoords=("data", "axes fraction"), xytext=(2, 4),
-                    textcoords="offset points", ha="left", va="bottom", fontsize=7,
-                    color="tab:red")  # fmt: skip
+        what = {"whole": "whole grid", "3D": "3D (planes)", "2D": "2D (rows)"}.get(
+            w.condition or "", ""
+        )
+        ax.annotate(f"{w.level} wall" + (f": {what}" if what else ""), (mid, 1),
+                    xycoords=("data", "axes fraction"), xytext=(0, -4 - 12 * (k % 3)),
+                    textcoords="offset points", ha="center", va="top", fontsize=8,
+                    bbox=_LABEL_BOX)  # fmt: skip
+    mid_x = (x[0] * x[-1]) ** 0.5
+    for k, pw in enumerate(predicted or ()):
+        ax.axvline(pw.n + 0.5, color="tab:red", ls="--", lw=0.8)
+        right = pw.n + 0.5 > mid_x  # labels on the right half run leftwards: never clipped
+        ax.annotate(f"{pw.level} {pw.condition}: predicted after {param}={pw.n}",
+                    (pw.n + 0.5, 0), xycoords=("data", "axes fraction"),
+                    xytext=(-2 if right else 2, 4 + 12 * (k % 4)), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom", fontsize=8, color="tab:red",
+                    bbox=_LABEL_BOX)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.set_xticks(x, [str(v) for v in x])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    # AIs often span less than a decade: label the minor ticks (0.2, 0.3, ...) too.
+    # AIs often span less than a decade: label the minor ticks too, at every decade.
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(0.1, 0.15, 0.2, 0.3, 0.5,
+                                                                  0.7)))  # fmt: skip
     ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.tick_params(axis="y", which="minor", labelsize=8)
     ax.set_xlabel(param)
     ax.set_ylabel("arithmetic intensity (FLOP/byte)")
-    ax.set_title("AI of each level against problem size")
+    acc = accounting_text(pts[0].result.source, short=True)
+    ax.set_title(f"AI of each level against problem size ({acc})")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.margins(y=0.35)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
 def plot_traffic(points: Sequence[SweepPoint], param: str, *, ax=None):
-    """Stacked bars of the traffic below each level per size: compulsory, write-allocate,
-    capacity, conflict (bytes per flop), one group of bars per size."""
+    """Stacked bars of the traffic below each level per size, bytes per flop, by cause:
+    compulsory, write-allocate, capacity, conflict and (below the last level) the
+    non-temporal stores; one group of bars per size. The parts of a bar sum to the
+    bytes of the level below."""
+    from hroof.roofline.analysis import traffic_parts
+
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        ax = figure(8, 4.5).subplots()
+        ax = figure(12.5, 6).subplots()
     fig = ax.figure
     nlev = len(pts[0].result.levels)
     width = 0.8 / nlev
+    colours = dict(PART_COLOURS)
+    if any(p.result.core.bytes_nt for p in pts):
+        colours["non_temporal"] = "tab:purple"
+    top = 0.0
     for li in range(nlev):
         bottoms = np.zeros(len(pts))
-        for part, colour in PART_COLOURS.items():
+        for part, colour in colours.items():
             vals = []
             for p in pts:
-                lv = p.result.levels[li]
-                tb = lv.traffic_below
-                vals.append(tb[part] / p.result.flops if tb and p.result.flops else 0.0)
+                tb = traffic_parts(p.result, li)
+                vals.append(tb.get(part, 0) / p.result.flops if tb and p.result.flops else 0.0)
             xs = np.arange(len(pts)) + (li - (nlev - 1) / 2) * width
             label = part.replace("_", "-") if li == 0 else None
             ax.bar(xs, vals, width * 0.95, bottom=bottoms, color=colour, label=label,
                    edgecolor="white", lw=0.3)  # fmt: skip
             bottoms += np.array(vals)
+        top = max(top, float(bottoms.max()))
+        names = [lv.name for lv in pts[0].result.levels] + [pts[0].result.memory.name]
         for j, b in enumerate(bottoms):
-            ax.text(j + (li - (nlev - 1) / 2) * width, b, pts[0].result.levels[li].name,
-                    ha="center", va="bottom", fontsize=6)  # fmt: skip
+            ax.text(j + (li - (nlev - 1) / 2) * width, b, names[li + 1], ha="center",
+                    va="bottom", fontsize=8, rotation=90)  # fmt: skip
+    ax.set_ylim(0, top * 1.25 if top else 1)
     ax.set_xticks(np.arange(len(pts)), [str(p.params[param]) for p in pts])
     ax.set_xlabel(param)
-    ax.set_ylabel("bytes to the level below per flop")
-    ax.set_title("Traffic below each level, by cause")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("bytes per flop (into the labelled level)")
+    acc = accounting_text(pts[0].result.source, short=True)
+    ax.set_title(f"Traffic into each level from the level above, by cause ({acc})")
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 

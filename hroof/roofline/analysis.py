@@ -7,11 +7,15 @@ level", "Traffic partition"):
 
 * hierarchical roofline: each level's AI is flops / that level's bytes, and
   the bound is ``min(peak, min over levels of AI_level * BW_level)``;
-* cache-aware roofline (CARM, Ilic et al. 2014): one AI, flops / L1 bytes,
-  against every level's bandwidth;
-* locality walls (references/roofline-lecture.zh.txt): per cache level, the AIs
-  of the traffic below it counting compulsory misses only, then + write
-  allocates, + capacity misses, + conflict misses (the total).
+* cache-aware roofline (CARM; Ilic, Pratas and Sousa 2014): one AI, flops /
+  (L1 bytes + non-temporal store bytes: every byte the core moves), against
+  every level's bandwidth;
+* locality walls (the LBNL roofline lecture): per cache level, the AIs of the
+  traffic below it counting compulsory misses only, then + write allocates,
+  + capacity misses, + conflict misses (the total). Non-temporal stores go
+  from the core straight to memory: they are a part of their own of the last
+  level's traffic to memory, counted from the first (compulsory) wall on, so
+  the total wall is always the memory AI.
 
 Any unknown figure (flops, a bandwidth, the peak) makes the numbers that need
 it None; bounds are taken over the known figures only and ``unknown`` lists
@@ -106,7 +110,8 @@ class CarmLevel:
 
 @dataclass(frozen=True)
 class CarmView:
-    """The cache-aware roofline: one AI (flops / L1 bytes, FLOP/byte) against all levels.
+    """The cache-aware roofline: one AI (flops / (L1 bytes + non-temporal store bytes),
+    FLOP/byte) against all levels.
 
     ``bound`` (GFLOP/s) and ``binding`` (level name or ``"compute"``) are over
     the known figures, as in :class:`Roofline`.
@@ -144,6 +149,7 @@ class LocalityWalls:
     write_allocate: float | None
     capacity: float | None
     total: float | None
+    parts: dict | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -153,6 +159,7 @@ class LocalityWalls:
             "write_allocate": self.write_allocate,
             "capacity": self.capacity,
             "total": self.total,
+            "parts": None if self.parts is None else dict(self.parts),
         }
 
 
@@ -247,17 +254,40 @@ def _walls(result: SimResult) -> tuple[LocalityWalls, ...]:
     names = [lv.name for lv in result.levels] + [result.memory.name]
     out = []
     for i, lv in enumerate(result.levels):
-        t = lv.traffic_below
-        if t is None or result.flops is None:
+        parts = traffic_parts(result, i)
+        if parts is None or result.flops is None:
             vals = [None] * 4
         else:
-            sums, run = [], 0
+            sums, run = [], parts.get("non_temporal", 0)
             for part in ("compulsory", "write_allocate", "capacity", "conflict"):
-                run += t[part]
+                run += parts[part]
                 sums.append(run)
             vals = [_div(result.flops, s) for s in sums]
-        out.append(LocalityWalls(lv.name, names[i + 1], *vals))
+        out.append(LocalityWalls(lv.name, names[i + 1], *vals, parts=parts))
     return tuple(out)
+
+
+def traffic_parts(result: SimResult, index: int) -> dict | None:
+    """The traffic from cache level ``index`` to the level below, bytes by cause:
+    compulsory, write_allocate, capacity, conflict and, below the last level,
+    ``non_temporal`` (the core's non-temporal stores, which bypass every cache).
+    The parts sum to the bytes of the level below (memory's included). None when
+    the run was not classified.
+
+    >>> from hroof.studies.runs import simulate_kernel
+    >>> from hroof.cachesim import hierarchy
+    >>> r = simulate_kernel("triad", hierarchy({"name": "L1", "size": 1024, "ways": 2}),
+    ...                     n=1024, nt=True)
+    >>> sum(traffic_parts(r, 0).values()) == r.memory.bytes
+    True
+    """
+    lv = result.levels[index]
+    if lv.traffic_below is None:
+        return None
+    parts = {k: int(v) for k, v in lv.traffic_below.items()}
+    if index == len(result.levels) - 1:
+        parts["non_temporal"] = int(result.core.bytes_nt)
+    return parts
 
 
 def roofline(result: SimResult, machine: Machine) -> Roofline:
@@ -317,7 +347,8 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
         unknown.append("compute peak")
     bound, binding = _bound(machine.peak, [(lv.name, lv.attainable) for lv in levels])
 
-    carm_ai = levels[0].ai
+    # The CARM's one AI: every byte the core moves, non-temporal stores included.
+    carm_ai = _div(flops, levels[0].bytes + result.core.bytes_nt)
     carm_levels = tuple(CarmLevel(lv.name, lv.bandwidth, _mul(carm_ai, lv.bandwidth))
                         for lv in levels)  # fmt: skip
     c_bound, c_binding = _bound(machine.peak, [(lv.name, lv.attainable) for lv in carm_levels])
@@ -413,4 +444,5 @@ __all__ = [
     "Roofline",
     "region",
     "roofline",
+    "traffic_parts",
 ]

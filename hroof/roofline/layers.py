@@ -180,7 +180,8 @@ def _geometry(kernel: str, p: dict) -> dict:
     """Normalised grid parameters (elements), validated."""
     if kernel not in STENCILS:
         raise HroofError(f"layer conditions exist for {', '.join(STENCILS)}, not {kernel!r}")
-    known = {"n", "nx", "ny", "nz", "pad_row", "pad_plane", "bj", "bk", "dtype", "sweeps"}
+    known = {"n", "nx", "ny", "nz", "pad_row", "pad_plane", "bj", "bk", "dtype", "sweeps",
+             "warmup"}  # fmt: skip
     known |= {"align", "gap"}
     for key in p:
         if key not in known:
@@ -353,6 +354,117 @@ def stencil_layer_conditions(
     return out
 
 
+#: What breaks at each wall, in words (the condition that stops holding).
+WALL_TEXT = {
+    "whole": "the whole working set (both grids) no longer fits between iterations",
+    "3D": "3D layer condition: the planes the stencil reuses (3 of old, 1 of new) no longer fit",
+    "2D": "2D layer condition: the rows the stencil reuses (5 of old, 1 of new) no longer fit",
+}
+#: Bulk bytes per point below a write-allocate level while each condition holds
+#: (stencil7, doubles, steady state): whole 0, 3D 24, 2D 40, none 56.
+_BULK = {"whole": 0, "3D": 24, "2D": 40, "none": 56}
+
+
+@dataclass(frozen=True)
+class PredictedWall:
+    """Where one layer condition stops holding at one cache level (cubic grids).
+
+    Attributes
+    ----------
+    level : str
+        The cache level that stops holding the data.
+    condition : str
+        ``"whole"`` (the whole working set, both grids, between iterations:
+        steady state only), ``"3D"`` (planes) or ``"2D"`` (rows).
+    n : int or None
+        The largest ``n`` for which the condition still holds: the wall lies
+        between ``n`` and ``n + 1`` (None: it always holds).
+    requirement : int or None
+        Bytes the condition needs at ``n + 1`` (the first size that breaks it).
+    explanation : str
+        Which condition broke, in words.
+    """
+
+    level: str
+    condition: str
+    n: int | None
+    requirement: int | None
+    explanation: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _whole(kernel: str, g: dict) -> int:
+    """Bytes of both grids, halo and padding included (the steady-state working set)."""
+    js = g["nx"] + 2 + g["pad_row"]
+    if kernel == "stencil5":
+        return 2 * js * (g["ny"] + 2) * g["elem"]
+    ks = js * (g["ny"] + 2) + g["pad_plane"]
+    return 2 * ks * (g["nz"] + 2) * g["elem"]
+
+
+def stencil_walls(
+    params: dict,
+    hierarchy: HierarchyConfig,
+    *,
+    kernel: str = "stencil7",
+    steady: bool = False,
+    safety: float = 1.0,
+) -> list[PredictedWall]:
+    """Every wall the layer conditions predict for a cubic (square) grid growing in ``n``.
+
+    Per cache level, largest first: with ``steady`` (warm-up sweeps not
+    counted) the whole working set first, then the 3D condition (not for
+    stencil5), then the 2D one. Padding and blocking (``bj``) in ``params``
+    are kept; ``n`` itself is what grows. ``safety`` defaults to 1, the exact
+    LRU rule the simulator follows.
+
+    >>> from hroof.cachesim import hierarchy
+    >>> h = hierarchy({"name": "L1", "size": "32 KiB", "ways": 8})
+    >>> [(w.condition, w.n) for w in stencil_walls({}, h, steady=True)]
+    [('whole', 10), ('3D', 30), ('2D', 681)]
+    """
+    if not isinstance(hierarchy, HierarchyConfig):
+        raise HroofError(f"hierarchy must be a HierarchyConfig, got {type(hierarchy).__name__}")
+    g = _geometry(kernel, {k: v for k, v in dict(params).items() if k not in ("warmup",)})
+    out = []
+    names = ["whole"] if steady else []
+    names += ["3D", "2D"] if kernel != "stencil5" else ["2D"]
+    for lv in hierarchy.levels:
+        budget = safety * lv.size
+        for name in names:
+            if name == "whole":
+
+                def need(n):
+                    return _whole(kernel, dict(g, nx=n, ny=n, nz=n if kernel != "stencil5" else 1))
+
+                if need(1) > budget:
+                    n = 0
+                else:
+                    lo, hi = 1, 2
+                    while need(hi) <= budget:
+                        lo, hi = hi, hi * 2
+                    while hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid)
+                    n = lo
+                req = need(n + 1)
+            else:
+                n = _max_n(kernel, g, name, budget)
+                req = None
+                if n is not None:
+                    h = dict(g, nx=n + 1, ny=n + 1, nz=n + 1 if kernel != "stencil5" else 1)
+                    if h["bj"] > n + 1:
+                        h["bj"] = 0
+                    req = {c.name: c.requirement for c in _conditions(kernel, h)}[name]
+            text = WALL_TEXT[name]
+            if name == "3D" and g["bj"]:
+                text += f" (blocked by bj={g['bj']}: block planes of bj + 1 rows)"
+            out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}"))
+    return out
+
+
 def cube_limit(condition: str, capacity: int, *, kernel: str = "stencil7", safety: float = 0.5,
                elem: int = 8) -> int:  # fmt: skip
     """Closed form of the largest unpadded cubic ``n`` for a condition (see the notes).
@@ -370,4 +482,12 @@ def cube_limit(condition: str, capacity: int, *, kernel: str = "stencil7", safet
     raise HroofError(f"condition must be '3D' or '2D', got {condition!r}")
 
 
-__all__ = ["STENCILS", "LayerCondition", "cube_limit", "stencil_layer_conditions"]
+__all__ = [
+    "STENCILS",
+    "WALL_TEXT",
+    "LayerCondition",
+    "PredictedWall",
+    "cube_limit",
+    "stencil_layer_conditions",
+    "stencil_walls",
+]

@@ -38,6 +38,18 @@ def simulate_kernel(
         raise TypeError("give parameters to plan_kernel, not with a Plan")
     if not isinstance(machine, HierarchyConfig):
         machine = resolve_machine(machine)
+    if plan.steady:
+        return simulate(
+            machine,
+            plan.chunks(chunk_size, start=plan.warmup),
+            warmup=plan.chunks(chunk_size, stop=plan.warmup),
+            classify=classify,
+            flush=False,
+            flops=plan.flops,
+            source=plan.source(),
+            progress=progress,
+            threads=threads,
+        )
     return simulate(
         machine,
         plan.chunks(chunk_size),

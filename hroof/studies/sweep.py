@@ -24,9 +24,9 @@ from typing import Any
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.machine.model import Machine
-from hroof.roofline.layers import STENCILS, stencil_layer_conditions
+from hroof.roofline.layers import STENCILS, PredictedWall, stencil_walls
 from hroof.studies.cache import ResultCache, cache_key
-from hroof.traces import get_kernel
+from hroof.traces import accounting, get_kernel
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
 MAX_POINTS = 10_000
@@ -242,19 +242,49 @@ def varying(points: list[SweepPoint]) -> list[str]:
     return [k for k in points[0].params if len({repr(p.params[k]) for p in points}) > 1]
 
 
-def sweep_doc(points: list[SweepPoint], machine_name: str, walls: list) -> dict:
-    """A sweep as JSON-ready data, schema ``hroof.sweep/1`` (``results.json``)."""
-    return {
-        "schema": "hroof.sweep/1",
-        "machine": machine_name,
-        "points": [p.to_dict() for p in points],
-        "walls": [w.to_dict() for w in walls],
-    }
+def sweep_doc(points: list[SweepPoint], machine: Machine | str, walls: list) -> dict:
+    """A sweep as JSON-ready data, schema ``hroof.sweep/1`` (``results.json``).
+
+    With a :class:`Machine` (not just its name) every point's result carries its
+    ``analysis`` (:func:`hroof.roofline.document.analysis_doc`: accounting, AI and
+    attainable performance per level, bound and binding level, CARM AI and bound,
+    walls' parts, guidance) and the document ``notes``: what the walls do not
+    show (no wall in range, predicted walls left out). Readers ignore both.
+    """
+    name = machine if isinstance(machine, str) else machine.name
+    pts = [p.to_dict() for p in points]
+    doc = {"schema": "hroof.sweep/1", "machine": name, "points": pts,
+           "walls": [w.to_dict() for w in walls]}  # fmt: skip
+    if not isinstance(machine, str):
+        from hroof.roofline.document import analysis_doc
+
+        for d, p in zip(pts, points, strict=True):
+            d["result"]["analysis"] = analysis_doc(p.result, machine)
+        vary = varying(points)
+        if len(vary) == 1:
+            doc["notes"] = missing_walls_text(walls, points, machine, vary[0])
+    return doc
+
+
+def sweep_walls(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> list[Wall]:
+    """:func:`find_walls`, each wall with the layer condition that broke
+    (:func:`explain_walls`)."""
+    return explain_walls(find_walls(points, param), points, machine, param)
 
 
 @dataclass(frozen=True)
 class Wall:
-    """A locality wall: between two sweep points, a level's bytes per flop jump."""
+    """A locality wall: between two sweep points, a level's bytes per flop jump.
+
+    ``condition``, ``predicted`` and ``explanation`` say which layer condition
+    broke (``"whole"``, ``"3D"`` or ``"2D"``; see
+    :func:`hroof.roofline.layers.stencil_walls`), the largest ``n`` it holds
+    for, and why, in words; ``matched`` is True when the prediction lies in the
+    measured interval (``before <= predicted < after``). All are None/empty for
+    a kernel without layer conditions.
+    """
 
     level: str
     param: str
@@ -265,9 +295,28 @@ class Wall:
     footprint_before: int
     footprint_after: int
     capacity: int | None
+    condition: str | None = None
+    predicted: int | None = None
+    explanation: str = ""
+    matched: bool | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def text(self) -> str:
+        """One line: the level, the measured interval, what broke and the prediction."""
+        from hroof._base.units import format_bytes
+
+        cap = f" ({format_bytes(self.capacity)})" if self.capacity else ""
+        line = (f"{self.level}{cap}: between {self.param}={self.before} and "
+                f"{self.param}={self.after}, {self.bytes_per_flop_before:.3g} -> "
+                f"{self.bytes_per_flop_after:.3g} bytes/flop below")  # fmt: skip
+        if self.condition:
+            why = self.explanation.split(": ", 1)[-1]
+            hit = "inside the measured interval" if self.matched else "outside it"
+            line += (f"; {why}; the layer condition predicts it after "
+                     f"{self.param}={self.predicted} ({hit})")  # fmt: skip
+        return line
 
 
 def find_walls(points: list[SweepPoint], param: str, *, jump: float = 1.25) -> list[Wall]:
@@ -293,10 +342,15 @@ def find_walls(points: list[SweepPoint], param: str, *, jump: float = 1.25) -> l
     prev = per_flop(pts[0])
     for a, b in itertools.pairwise(pts):
         cur = per_flop(b)
+        # A jump from (almost) nothing counts when it is a visible share of what the core
+        # moves: in the steady state a level that holds the whole grid sends nothing below.
+        floor = 0.05 * (cur[0] or 0.0)
         for idx, (x, y) in enumerate(zip(prev, cur, strict=True)):
-            if idx == 0 or x is None or y is None or x <= 0:
+            if idx == 0 or x is None or y is None:
                 continue
-            if y >= jump * x:
+            if (x > 0 and y >= jump * x and y - x > 1e-3 * floor) or (
+                x <= floor / 10 and y - x > floor
+            ):
                 holder = a.result.levels[idx - 1]  # the level that stopped holding the data
                 walls.append(
                     Wall(holder.name, param, a.params[param], b.params[param], x, y,
@@ -329,25 +383,88 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
     return points, doc.get("machine", "")
 
 
-def predicted_walls(
+def all_predicted_walls(
     points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
-) -> dict:
-    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
-    (the wall the model predicts); empty for anything else."""
+) -> list[PredictedWall]:
+    """Every wall the layer conditions predict for a stencil swept over ``n`` (in or out
+    of the sweep's range); empty for anything else. Steady-state runs (warm-up
+    sweeps) get the whole-working-set walls too."""
     kernel = points[0].result.source.get("kernel")
     if param != "n" or kernel not in STENCILS:
-        return {}
+        return []
     fixed = {k: v for k, v in points[0].params.items() if k != "n"}
-    conds = stencil_layer_conditions(
-        {**fixed, "n": points[0].params["n"]},
-        getattr(machine, "hierarchy", machine),
-        kernel=kernel,
-        safety=1.0,
-    )
-    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
-    out = {}
-    for c in conds:
-        n3 = c.max_n.get("3D")
-        if n3 and lo <= n3 <= hi:
-            out[c.level] = n3
+    steady = accounting(points[0].result.source)["mode"] == "steady"
+    h = getattr(machine, "hierarchy", machine)
+    return stencil_walls(fixed, h, kernel=kernel, steady=steady, safety=1.0)
+
+
+def predicted_walls(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> list[PredictedWall]:
+    """The predicted walls inside the sweep's range of ``n`` (see :func:`all_predicted_walls`)."""
+    lo, hi = (min(p.params[param] for p in points), max(p.params[param] for p in points))
+    return [w for w in all_predicted_walls(points, machine, param)
+            if w.n is not None and lo <= w.n < hi]  # fmt: skip
+
+
+def explain_walls(
+    walls: list[Wall], points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> list[Wall]:
+    """The walls with the layer condition that broke at each: the prediction of that level
+    inside the measured interval, else the level's nearest prediction (``matched``
+    False). Unchanged for a kernel without layer conditions."""
+    import math
+    from dataclasses import replace
+
+    preds = all_predicted_walls(points, machine, param)
+    out = []
+    used = set()
+    for w in sorted(walls, key=lambda w: w.before):
+        mine = [p for p in preds if p.level == w.level and p.n]
+        if not mine:
+            out.append(w)
+            continue
+        inside = [p for p in mine if w.before <= p.n < w.after]
+        best = (
+            inside[0]
+            if inside
+            else min(mine, key=lambda p: abs(math.log((p.n + 0.5) / math.sqrt(w.before * w.after))))
+        )
+        text = best.explanation
+        if not inside and (best.level, best.condition) in used:
+            level, _, why = text.partition(": ")
+            text = f"{level}: still breaking (a cache is not fully associative): {why}"
+        used.add((best.level, best.condition))
+        out.append(replace(w, condition=best.condition, predicted=best.n,
+                           explanation=text, matched=bool(inside)))  # fmt: skip
     return out
+
+
+def missing_walls_text(
+    walls: list[Wall], points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> list[str]:
+    """Lines for what the sweep does not show: no wall in range (and the nearest
+    prediction), predicted walls in range that no measured wall matched, and the
+    predicted walls beyond the range."""
+    preds = [p for p in all_predicted_walls(points, machine, param) if p.n]
+    lo, hi = (min(p.params[param] for p in points), max(p.params[param] for p in points))
+    shown = {(w.level, w.condition) for w in walls if w.matched}
+    lines = []
+    if not walls:
+        line = f"No wall in this range ({param}={lo}..{hi})."
+        if preds:
+            import math
+
+            near = min(preds, key=lambda p: abs(math.log((p.n + 0.5) / math.sqrt(lo * hi))))
+            line += (f" The nearest predicted wall: {near.explanation}, after "
+                     f"{param}={near.n}.")  # fmt: skip
+        lines.append(line)
+    beyond = set()
+    for p in sorted(preds, key=lambda p: p.n):
+        if lo <= p.n < hi and (p.level, p.condition) not in shown:
+            lines.append(f"Predicted but not seen: {p.explanation}, after {param}={p.n}.")
+        elif p.n >= hi and p.level not in beyond:  # the next wall of each level
+            beyond.add(p.level)
+            lines.append(f"Left out (beyond {param}={hi}): {p.explanation}, after "
+                         f"{param}={p.n}.")  # fmt: skip
+    return lines

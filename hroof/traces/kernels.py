@@ -208,6 +208,16 @@ class Plan:
         Kernel-specific figures beyond the common ones, JSON-ready (numbers and
         text), e.g. the ``spmv`` kernel's executed flops, fill ratio and padding
         with ``storage=bcsr``; empty for most kernels.
+    warmup : int
+        Iterations (of ``iterations``) at the start of the trace that are
+        simulated but not counted: the warm-up sweeps of a steady-state run.
+        ``flops`` counts only the rest.
+    sweeps : int
+        Counted sweeps (time steps) of an iterative kernel, after ``warmup``;
+        1 for a kernel that is not iterative.
+    warmup_sweeps : int
+        Warm-up sweeps (0: cold accounting, the counted sweeps start from
+        empty caches).
     """
 
     arrays: tuple[Array, ...]
@@ -222,21 +232,35 @@ class Plan:
     params: dict = field(default_factory=dict)
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    warmup: int = 0
+    sweeps: int = 1
+    warmup_sweeps: int = 0
 
-    def chunks(self, chunk_size: int = CHUNK, *, reuse: bool = True) -> Iterator[tuple]:
+    @property
+    def steady(self) -> bool:
+        """True when warm-up sweeps run first and are not counted (steady state)."""
+        return self.warmup > 0
+
+    def chunks(
+        self, chunk_size: int = CHUNK, *, reuse: bool = True, start: int = 0,
+        stop: int | None = None,
+    ) -> Iterator[tuple]:  # fmt: skip
         """Yield the trace as ``(addr, size, kind)`` chunks (int64, int64, uint8).
 
         With ``reuse`` (the default, for feeding a simulator) every chunk is a
         view of the same buffers, overwritten by the next one; ``reuse=False``
-        yields fresh arrays (for collecting or writing them).
+        yields fresh arrays (for collecting or writing them). ``start`` and
+        ``stop`` (iterations) give a part of the trace: ``chunks(stop=plan.warmup)``
+        is the warm-up, ``chunks(start=plan.warmup)`` the counted part.
         """
         cap = max(int(chunk_size), self.per_iteration)
         addr = np.empty(cap, dtype=np.int64)
         size = np.empty(cap, dtype=np.int64)
         kind = np.empty(cap, dtype=np.uint8)
-        pos = 0
-        while pos < self.iterations:
-            n, pos = self.gen(pos, self.iterations, addr, size, kind, self.args)
+        pos = int(start)
+        end = self.iterations if stop is None else int(stop)
+        while pos < end:
+            n, pos = self.gen(pos, end, addr, size, kind, self.args)
             if n == 0:
                 raise RuntimeError(f"generator of {self.kernel} made no progress at {pos}")
             if reuse:
@@ -250,7 +274,54 @@ class Plan:
         out = {"kernel": self.kernel, "params": dict(self.params)}
         if self.extra:
             out["extra"] = dict(self.extra)
+        out["accounting"] = {
+            "mode": "steady" if self.steady else "cold",
+            "warmup_sweeps": self.warmup_sweeps,
+            "counted_sweeps": self.sweeps,
+        }
         return out
+
+
+def accounting(source: dict | None) -> dict:
+    """The accounting of a result's ``source``: ``{"mode": "cold"|"steady",
+    "warmup_sweeps", "counted_sweeps"}`` (results written before it existed, and
+    traces, count the whole run from empty caches: cold).
+
+    >>> accounting({"kernel": "triad", "params": {}})["mode"]
+    'cold'
+    """
+    acc = (source or {}).get("accounting")
+    if isinstance(acc, dict) and acc.get("mode") in ("cold", "steady"):
+        return {"mode": acc["mode"], "warmup_sweeps": int(acc.get("warmup_sweeps", 0)),
+                "counted_sweeps": int(acc.get("counted_sweeps", 1))}  # fmt: skip
+    sweeps = ((source or {}).get("params") or {}).get("sweeps", 1)
+    return {"mode": "cold", "warmup_sweeps": 0, "counted_sweeps": int(sweeps or 1)}
+
+
+def accounting_text(source: dict | None, *, short: bool = False) -> str:
+    """One phrase saying which accounting a result's numbers are.
+
+    >>> accounting_text({"accounting": {"mode": "steady", "warmup_sweeps": 1,
+    ...                  "counted_sweeps": 1}}, short=True)
+    'steady state, 1 warm-up sweep'
+    >>> accounting_text({}, short=True)
+    'cold, from empty caches'
+    """
+    a = accounting(source)
+    w, c = a["warmup_sweeps"], a["counted_sweeps"]
+    sw = "sweep" if w == 1 else "sweeps"
+    cs = "sweep" if c == 1 else "sweeps"
+    if a["mode"] == "steady":
+        if short:
+            return f"steady state, {w} warm-up {sw}"
+        return (f"steady state: {w} warm-up {sw} simulated and not counted, then {c} counted "
+                f"{cs} (no final flush; figures are per {c} {cs})")  # fmt: skip
+    if short:
+        return "cold, from empty caches"
+    if "trace" in (source or {}):
+        return "cold: the whole trace, from empty caches, first touches and final writebacks"
+    return (f"cold: {c} {cs} from empty caches, compulsory misses and the final "
+            "writebacks counted (kernel parameter warmup=N: steady state)")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,10 @@ block ``j`` and ``k`` (``bj``, ``bk``; 0 = no blocking)::
                     for i in range(1, nx + 1):
                         point(i, j, k)
 
-``sweeps`` time steps run one after the other, each swapping ``old`` and
-``new`` (sweep 2 reads ``new`` and writes ``old``). The footprint counts the
+``warmup + sweeps`` time steps run one after the other, each swapping ``old``
+and ``new`` (sweep 2 reads ``new`` and writes ``old``). The ``warmup`` ones are
+simulated but not counted (steady state: the caches hold what the previous
+time step left); flops count the ``sweeps`` counted ones. The footprint counts the
 elements actually touched: both interiors, the halo elements of ``old`` that
 are read (the faces for stencil5 and stencil7, the faces, edges and corners
 for stencil27), and with two sweeps or more the same halo elements of ``new``.
@@ -174,7 +176,13 @@ def _params(three_d: bool, blocking: bool) -> tuple[Param, ...]:
             Param("bk", 0, "block size of the k loop, planes (0: no blocking)", minimum=0),
         ]
     ps += [
-        Param("sweeps", 1, "time steps; each swaps old and new", minimum=1),
+        Param("sweeps", 1, "time steps counted; each swaps old and new", minimum=1),
+        Param(
+            "warmup",
+            0,
+            "time steps simulated first and not counted (steady state; 0: cold, from empty caches)",
+            minimum=0,
+        ),
         *layout_params(),
     ]
     return tuple(ps)
@@ -222,14 +230,17 @@ def _builder(name: str, three_d: bool, flops_per: int):
             halo = 2 * (nx * ny + ny * nz + nx * nz)
         else:
             halo = (nx + 2) * (ny + 2) * (nz + 2) - interior
-        touched = 2 * interior + halo if p["sweeps"] == 1 else 2 * (interior + halo)
-        sweeps = p["sweeps"]
+        sweeps, warm = p["sweeps"], p["warmup"]
+        touched = 2 * interior + halo if sweeps + warm == 1 else 2 * (interior + halo)
         return Plan(
             arrays=(old, new),
             flops=flops_per * points * sweeps,
-            iterations=points * sweeps,
+            iterations=points * (warm + sweeps),
             per_iteration=len(offs) + 1,
-            accesses=(len(offs) + 1) * points * sweeps,
+            accesses=(len(offs) + 1) * points * (warm + sweeps),
+            warmup=points * warm,
+            sweeps=sweeps,
+            warmup_sweeps=warm,
             footprint=elem * touched,
             gen=_stencil_gen,
             args=(

@@ -15,7 +15,10 @@ daxpy    ``y[i] = a * x[i] + y[i]``   x, y    y      2
 
 Arrays are laid out in the order of the table's columns (loads, then the
 store array if new), ``align`` bytes aligned and ``gap`` bytes apart.
-``nt=true`` makes the stores non-temporal (streaming) stores.
+``nt=true`` makes the stores non-temporal (streaming) stores. ``warmup``
+passes run first and are not counted, then ``sweeps`` counted passes (STREAM's
+repeated timing loop: with the arrays in a cache, the steady state moves no
+bytes below it).
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ from hroof.traces.kernels import (
 @njit(**GEN)
 def _stream_gen(pos, stop, addr, size, kind, args):
     """Whole elements of a STREAM-like loop: the loads, then the store."""
-    loads, store, elem, store_kind = args
+    loads, store, elem, store_kind, count = args
     nl = loads.shape[0]
     per = nl + 1
     cap = addr.shape[0]
     n = 0
     while pos < stop and n + per <= cap:
-        off = pos * elem
+        off = (pos % count) * elem
         for j in range(nl):
             addr[n] = loads[j] + off
             size[n] = elem
@@ -62,6 +65,13 @@ def _params(default_n: int) -> tuple[Param, ...]:
     return (
         Param("n", default_n, "elements per array", minimum=1),
         Param("nt", False, "non-temporal (streaming) stores: bypass the caches"),
+        Param("sweeps", 1, "passes over the arrays counted", minimum=1),
+        Param(
+            "warmup",
+            0,
+            "passes simulated first and not counted (steady state; 0: cold, from empty caches)",
+            minimum=0,
+        ),
         *layout_params(),
     )
 
@@ -74,12 +84,16 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
         n = p["n"]
         arrays = layout([(a, elem, n) for a in names], align=p["align"], gap=p["gap"])
         by_name = {a.name: a for a in arrays}
+        sweeps, warm = p["sweeps"], p["warmup"]
         return Plan(
             arrays=arrays,
-            flops=flops_per * n,
-            iterations=n,
+            flops=flops_per * n * sweeps,
+            iterations=n * (warm + sweeps),
             per_iteration=len(loads) + 1,
-            accesses=(len(loads) + 1) * n,
+            accesses=(len(loads) + 1) * n * (warm + sweeps),
+            warmup=n * warm,
+            sweeps=sweeps,
+            warmup_sweeps=warm,
             footprint=len(names) * elem * n,
             gen=_stream_gen,
             args=(
@@ -87,6 +101,7 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
                 by_name[store].base,
                 elem,
                 2 if p["nt"] else 1,
+                n,
             ),
         )
 
