@@ -146,3 +146,35 @@ def test_old_results_are_cold():
     assert accounting({"kernel": "stencil7", "params": {"n": 8}})["mode"] == "cold"
     assert accounting_text({"trace": "x.npz"}).startswith("cold")
     assert "steady state" in accounting_text(plan_kernel("stencil7", n=4, warmup=1).source())
+
+
+def test_trace_npz_round_trip_carries_flops_and_kernel(capsys, tmp_path):
+    from helpers import run_cli as run
+
+    path = tmp_path / "s7.npz"
+    code, out, err = run(capsys, "trace", "stencil7", "n=10", "warmup=2", "--out", path)
+    assert code == 0, err
+    code, out, err = run(capsys, "simulate", "--trace", path, "--json")
+    assert code == 0, err
+    import json
+
+    traced = json.loads(out)
+    direct = simulate_kernel("stencil7", None, n=10, warmup=2)
+    assert traced["flops"] == direct.flops == 7 * 10**3
+    assert traced["source"]["kernel"] == "stencil7" and traced["source"]["params"]["n"] == 10
+    assert traced["source"]["accounting"]["mode"] == "steady"
+    assert [lv["bytes"] for lv in traced["levels"]] == [lv.bytes for lv in direct.levels]
+    assert traced["memory"]["bytes"] == direct.memory.bytes
+    assert traced["analysis"]["roofline"]["levels"][0]["ai"] == pytest.approx(7 / 64)
+
+
+def test_trace_warns_before_a_file_over_the_limit(capsys, tmp_path, monkeypatch):
+    from helpers import run_cli as run
+
+    from hroof.studies import runs
+
+    monkeypatch.setattr(runs, "TRACE_WARN_BYTES", 1000)
+    code, _, err = run(capsys, "trace", "triad", "n=100", "--out", tmp_path / "t.npz")
+    assert code == 0 and err.startswith("hroof: warning: ") and "3.8 KiB" in err
+    code, _, err = run(capsys, "trace", "triad", "n=10", "--out", tmp_path / "s.npz")
+    assert code == 0 and err == ""

@@ -103,7 +103,7 @@ def format_result(
     sim_s = float(result.timing.get("simulate_s", 0.0))
     trace_s = float(result.timing.get("trace_s", 0.0))
     rate = f", {result.accesses / sim_s / 1e6:.2f} M accesses/s" if sim_s > 0 else ""
-    produce = "generate trace" if "kernel" in src else "read trace"
+    produce = "read trace" if "trace" in src else "generate trace"
     timing = f"simulate {sim_s:.3f} s{rate}; {produce} {trace_s:.3f} s"
     out = header_block(
         [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,20 +70,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
             emit(text + _advice(result, machine))
         return 0
+    from hroof.studies.runs import read_trace_meta, split_chunks
+
     machine = resolve_machine(args.machine)
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
     # iter_trace checks the file (exists, readable, npz layout) before anything runs.
     chunks = iter_trace(path, fmt, chunk_size=args.chunk_size, access_size=args.access_size)
     total = count_accesses(path, fmt)
+    # A trace written by 'hroof trace' knows its kernel, flops and warm-up accesses.
+    meta = read_trace_meta(path) if fmt == "npz" else None
+    source = {"trace": path, "format": fmt}
+    flops, warmup, flush = args.flops, None, not args.no_flush
+    if meta is not None:
+        source.update({k: meta[k] for k in ("kernel", "params", "accounting") if k in meta})
+        if flops is None:
+            flops = meta.get("flops")
+        if meta.get("warmup_accesses"):
+            warmup, chunks = split_chunks(chunks, int(meta["warmup_accesses"]))
+            flush = False
     with Progress(total, enabled=False if args.quiet else None) as bar:
         result = simulate(
             machine,
             chunks,
+            warmup=warmup,
             classify=not args.no_classify,
-            flush=not args.no_flush,
-            flops=args.flops,
-            source={"trace": path, "format": fmt},
+            flush=flush,
+            flops=flops,
+            source=source,
             progress=bar,
             threads=args.threads,
         )
@@ -132,9 +147,24 @@ def cmd_trace(args: argparse.Namespace) -> int:
         writer = write_din
     else:
         raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
+    from hroof.studies import runs
+
+    size = plan.accesses * runs.NPZ_BYTES_PER_ACCESS
+    if writer is write_npz and size > runs.TRACE_WARN_BYTES:
+        from hroof._base.units import format_bytes
+
+        print(f"hroof: warning: {out} will be about {format_bytes(size)} "
+              f"({plan.accesses:,} accesses x {runs.NPZ_BYTES_PER_ACCESS} bytes)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    def write(tmp):
+        writer(tmp, plan.chunks(args.chunk_size, reuse=False))
+        if writer is write_npz:  # the kernel, its parameters and flops, for simulate --trace
+            runs.add_trace_meta(tmp, plan)
+
     # Written beside the target and renamed, so a failure leaves no partial file behind.
     try:
-        replace_with(out, lambda tmp: writer(tmp, plan.chunks(args.chunk_size, reuse=False)))
+        replace_with(out, write)
     except HroofError as exc:
         raise HroofError(str(exc).replace(str(partial_path(out)), str(out))) from None
     emit(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import zipfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hroof.cachesim import HierarchyConfig, SimResult, simulate
@@ -60,3 +62,70 @@ def simulate_kernel(
         progress=progress,
         threads=threads,
     )
+
+
+#: The member of an npz trace that ``hroof trace`` adds: what made the trace.
+TRACE_META = "hroof.json"
+#: Bytes per access of an npz trace (addr uint64, size uint32, kind uint8).
+NPZ_BYTES_PER_ACCESS = 13
+#: ``hroof trace`` warns before writing an npz larger than this (1 GiB).
+TRACE_WARN_BYTES = 1 << 30
+
+
+def trace_meta(plan: Plan) -> dict:
+    """What ``hroof trace`` stores beside the arrays (schema ``hroof.trace/1``): the kernel,
+    its parameters, the flops of the counted part, the accesses, and the accounting with
+    the number of warm-up accesses at the start of the trace."""
+    return {
+        "schema": "hroof.trace/1",
+        **plan.source(),
+        "flops": plan.flops,
+        "accesses": plan.accesses,
+        "warmup_accesses": plan.warmup * plan.per_iteration if plan.warmup else 0,
+    }
+
+
+def add_trace_meta(path, plan: Plan) -> None:
+    """Add :func:`trace_meta` to an npz trace as the member ``hroof.json`` (readers of the
+    three arrays ignore it)."""
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr(TRACE_META, json.dumps(trace_meta(plan), indent=1))
+
+
+def read_trace_meta(path) -> dict | None:
+    """The ``hroof.json`` of an npz trace written by ``hroof trace``; None for any other
+    file (or a trace without it)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            if TRACE_META not in zf.namelist():
+                return None
+            doc = json.loads(zf.read(TRACE_META))
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("schema") == "hroof.trace/1" else None
+
+
+def split_chunks(chunks, first: int) -> tuple[Iterator, Iterator]:
+    """Cut a stream of ``(addr, size, kind)`` chunks after ``first`` accesses: the warm-up
+    part and the rest (consume them in that order)."""
+    it = iter(chunks)
+    rest: list = []
+
+    def head():
+        left = first
+        for addr, size, kind in it:
+            if len(addr) <= left:
+                left -= len(addr)
+                yield addr, size, kind
+                if left == 0:
+                    return
+            else:
+                yield addr[:left], size[:left], kind[:left]
+                rest.append((addr[left:], size[left:], kind[left:]))
+                return
+
+    def tail():
+        yield from rest
+        yield from it
+
+    return head(), tail()
