@@ -65,7 +65,8 @@ def captions(points: list[SweepPoint], machine: Machine, walls: list[Wall], para
                 f"GFLOP/s ({r0.binding} binds) to {r1.bound:.3g} GFLOP/s ({r1.binding} "
                 "binds).")  # fmt: skip
         if above and c.ai:
-            roofs = " and ".join(above) + (" roofs" if len(above) > 1 else " roof")
+            roofs = (", ".join(above[:-1]) + " and " + above[-1] + " roofs" if len(above) > 1
+                     else above[0] + " roof")  # fmt: skip
             text += (f" At {param}={flops[-1].params[param]} the dot (CARM AI {c.ai:.3g}) sits "
                      f"above the {roofs} at that AI: the caches above filter the traffic, so "
                      "fewer bytes cross those levels than the core moves. The CARM cannot say "

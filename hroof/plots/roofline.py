@@ -65,7 +65,7 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
     for i, (name, bw) in enumerate(levels):
         y = np.minimum(bw * x, machine.peak)
         ax.plot(x, y, color=level_colour(i, len(levels)), lw=1.6, label=f"_{name} roof")
-        xl = xlim[0] * 1.6
+        xl = xlim[0] * 1.25
         ax.text(xl, bw * xl * 1.12, f"{name} {bw:g} GB/s", color=level_colour(i, len(levels)),
                 fontsize=8, rotation=0, ha="left", va="bottom", bbox=_LABEL_BOX)  # fmt: skip
     ax.axhline(machine.peak, color="black", lw=1.8)
@@ -222,6 +222,17 @@ def plot_carm(
     _annotate_runs(ax, labels, dx=5)
     ax.plot(xs, ys, "s", color="black", ms=6, label="run (CARM AI, hierarchical bound)",
             zorder=3)  # fmt: skip
+    # Every roof read at the CARM AI (the lecture's reading), when the runs share one AI.
+    if xs and max(xs) <= min(xs) * 1.01:
+        levels = _levels(machine)
+        ax.axvline(xs[0], color="grey", ls=":", lw=0.8, zorder=1)
+        for i, (name, bw) in enumerate(levels):
+            v = min(xs[0] * bw, machine.peak)
+            ax.plot([xs[0]], [v], "x", color=level_colour(i, len(levels)), ms=7, mew=1.6,
+                    zorder=4, label="roofs at the CARM AI" if i == 0 else None)  # fmt: skip
+            ax.annotate(f"{name} {v:.3g}", (xs[0], v), xytext=(-6, 0),
+                        textcoords="offset points", ha="right", va="center", fontsize=7,
+                        color=level_colour(i, len(levels)), bbox=_LABEL_BOX)  # fmt: skip
     mx = [(a, p.measured["gflop_s"]) for p, a in zip(points, carm, strict=True)
           if isinstance(p, SweepPoint) and p.measured and p.measured.get("gflop_s")]  # fmt: skip
     if mx:

@@ -148,7 +148,8 @@ def carm_lesson(point: SweepPoint, machine: Machine) -> str:
             f"is {c.bound:.3g} GFLOP/s ({c.binding}). The hierarchical bound is "
             f"{r.bound:.3g} GFLOP/s ({r.binding} binds)")  # fmt: skip
     if above:
-        roofs_text = " and ".join(above) + (" roofs" if len(above) > 1 else " roof")
+        roofs_text = (", ".join(above[:-1]) + " and " + above[-1] + " roofs" if len(above) > 1
+                      else above[0] + " roof")  # fmt: skip
         text += (f", above the {roofs_text} at the CARM AI: the caches above filter the "
                  "traffic, so fewer bytes cross those levels than the core moves. The CARM "
                  "cannot say which level binds; the hierarchical roofline can, from each "
