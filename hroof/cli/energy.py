@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hroof._base.errors import HroofError
 from hroof._base.files import figure_format, save_figure, write_text
-from hroof.cli.options import positive_int
+from hroof.cli.options import open_engine, positive_int, scheduler_option
 from hroof.cli.text import (
     Col,
     ai_text,
@@ -109,6 +109,7 @@ def register(sub, machine_sub) -> None:
         help="a sweep: processes to run points in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="a sweep: simulate every point again")
+    scheduler_option(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_energy)
 
@@ -307,11 +308,14 @@ def cmd_energy(args: argparse.Namespace) -> int:
 
     from hroof.studies.sweep import run_sweep, varying
 
-    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+    with (
+        open_engine(args) as engine,
+        Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
+    ):
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
-            progress=bar,
+            progress=bar, executor=engine,
         )  # fmt: skip
     estimates = [run_energy(p.result, model) for p in points]
     vary = varying(points)

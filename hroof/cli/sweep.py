@@ -11,7 +11,9 @@ from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
+    open_engine,
     positive_int,
+    scheduler_option,
     seconds,
 )
 from hroof.cli.results import format_sweep
@@ -32,11 +34,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         require_native(args.kernel)  # before minutes of simulation, not after
     elif args.min_time is not None:
         raise HroofError("--min-time is for --measure")
-    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+    with (
+        open_engine(args) as engine,
+        Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
+    ):
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
-            progress=bar,
+            progress=bar, executor=engine,
         )  # fmt: skip
     if args.measure:  # serially, after the simulations: nothing else runs while timing
         from hroof.studies.sweep import measure_points
@@ -168,6 +173,7 @@ def register(sub, machine_sub) -> None:
         help="processes to run points in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="simulate every point again")
+    scheduler_option(p)
     p.add_argument(
         "--measure",
         action="store_true",
