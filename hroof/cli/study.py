@@ -89,7 +89,12 @@ def cmd_study(args: argparse.Namespace) -> int:
         emit(json.dumps(doc, indent=1))
     else:
         emit(report.rstrip() + "\n\nwrote " + ", ".join(str(p) for p in written))
-    return 1 if doc["failed"] else 0
+    failed = [(p.label, p.error) for p in points if not p.ok]
+    if failed:  # named on stderr; exit status 1 (the others are written)
+        from hroof.studies.executor import PointsFailed
+
+        raise PointsFailed(failed, len(points))
+    return 0
 
 
 def register(sub, machine_sub) -> None:

@@ -222,6 +222,7 @@ class DaskExecutor(Executor):
             self.cluster = distributed.LocalCluster(
                 n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                 dashboard_address=None, silence_logs=40,
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # HTTP: loopback, any port
             )  # fmt: skip
             self.client = distributed.Client(self.cluster, timeout=timeout)
             self.address = self.cluster.scheduler_address
@@ -295,9 +296,10 @@ def track(
     """:meth:`Executor.run`, counting on ``progress`` as points finish.
 
     ``progress(w)`` is called with each finished point's weight (1, or its entry of
-    ``weights``); a progress object with a ``status`` method (:class:`hroof._base.
-    progress.Progress`) also gets "running R, failed F", where R is the points in
-    flight (at most the executor's slots).
+    ``weights``) once the caller has taken the point (so a progress callback that
+    interrupts never loses a finished point); a progress object with a ``status``
+    method (:class:`hroof._base.progress.Progress`) also gets "running R, failed F",
+    where R is the points in flight (at most the executor's slots).
     """
     total, failed = len(argsets), 0
     status = getattr(progress, "status", None)
@@ -305,8 +307,8 @@ def track(
         status(f"running {min(executor.slots, total)}, failed 0")
     for done, out in enumerate(executor.run(fn, argsets), 1):
         failed += not out.ok
+        yield out  # the caller keeps the result (and caches it) before it is counted
         if status is not None:
             status(f"running {min(executor.slots, total - done)}, failed {failed}")
         if progress is not None:
             progress(weights[out.index] if weights is not None else 1)
-        yield out
