@@ -34,6 +34,12 @@ from hroof._base.errors import HroofError
 SCHEDULER_ENV = "HROOF_SCHEDULER"
 #: Environment variable: seconds to wait for a scheduler to answer (default 10).
 TIMEOUT_ENV = "HROOF_SCHEDULER_TIMEOUT"
+#: Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes
+#: glibc's mmap threshold: every simulator's tag arrays (megabytes for a large L3) are
+#: then mapped and page-faulted afresh, point after point, about 10x slower than in a
+#: plain process for small points (bench/cluster.py). LocalClusters start without it;
+#: docs/cluster.md says how to start ``dask worker`` without it.
+_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 _ADDRESS = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}$")
 
 __all__ = [
@@ -218,12 +224,15 @@ class DaskExecutor(Executor):
         self.cluster = None
         timeout = _timeout() if timeout is None else timeout
         if address == "local":
+            import dask
+
             n = max(1, workers or os.cpu_count() or 1)
-            self.cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, silence_logs=40,
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # HTTP: loopback, any port
-            )  # fmt: skip
+            with dask.config.set({_TRIM: None}):  # see _TRIM
+                self.cluster = distributed.LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=40,
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # loopback HTTP
+                )  # fmt: skip
             self.client = distributed.Client(self.cluster, timeout=timeout)
             self.address = self.cluster.scheduler_address
         else:
@@ -235,32 +244,52 @@ class DaskExecutor(Executor):
                     f"cannot reach the Dask scheduler at {self.address} within {timeout:g} s "
                     f"({_describe(exc)})"
                 ) from None
+        self._check_workers()
         threads = sum(self.client.nthreads().values())
         self.slots = max(1, threads)
         where = "LocalCluster" if self.cluster is not None else "Dask scheduler"
         self.name = f"{where} {self.address} ({threads} worker threads)"
 
+    def _check_workers(self) -> None:
+        """Every worker must run the simulator this client keys its cache with."""
+        from hroof.studies.cache import code_fingerprint
+
+        try:
+            theirs = self.client.run(code_fingerprint)
+        except Exception as exc:  # hroof missing on a worker, or a worker lost meanwhile
+            self.close()
+            raise HroofError(
+                f"the workers of {self.address} cannot run hroof ({_describe(exc)}): install "
+                "the same hroof on every worker node (docs/cluster.md)"
+            ) from None
+        other = sorted(w for w, fp in theirs.items() if fp != code_fingerprint())
+        if other:
+            self.close()
+            raise HroofError(
+                f"worker {other[0]} of {self.address} runs another version of hroof's "
+                f"simulator ({len(other)} of {len(theirs)} workers): install this one there"
+            )
+
     def run(self, fn, argsets):
         from distributed import as_completed
 
-        futures = [self.client.submit(fn, *args, pure=False) for args in argsets]
+        if not argsets:
+            return
+        # one batch to the scheduler; results gathered in the background as they finish
+        futures = self.client.map(fn, *zip(*argsets, strict=True), pure=False)
         index = {fut.key: i for i, fut in enumerate(futures)}
         try:
-            for fut in as_completed(futures):
+            for fut, value in as_completed(futures, with_results=True, raise_errors=False):
                 i = index[fut.key]
                 if fut.status == "finished":
-                    yield Outcome(i, fut.result())
-                else:
-                    try:
-                        exc = fut.exception()
-                    except Exception as other:  # cancelled, or lost with its worker
-                        exc = other
+                    yield Outcome(i, value)
+                else:  # an error: (type, exception, traceback); cancelled: the exception
+                    exc = value[1] if isinstance(value, tuple) else value
                     yield Outcome(i, error=_describe(exc))
-                fut.release()
         finally:
-            for fut in futures:
-                if not fut.done():
-                    fut.cancel()
+            pending = [fut for fut in futures if not fut.done()]
+            if pending:
+                self.client.cancel(pending)
 
     def close(self) -> None:
         self.client.close()
