@@ -241,3 +241,45 @@ def test_cli_sweep_and_example_study_on_scheduler_local(capsys, tmp_path, monkey
 def test_points_failed_message_names_points():
     exc = PointsFailed([("triad n=0", "bad"), ("triad n=-1", "worse")], 5)
     assert str(exc) == "2 of 5 points failed: triad n=0: bad; triad n=-1: worse"
+
+
+def no_timing(doc):
+    """A JSON document without any wall-clock field (``timing``)."""
+    if isinstance(doc, dict):
+        return {k: no_timing(v) for k, v in doc.items() if k != "timing"}
+    if isinstance(doc, list):
+        return [no_timing(v) for v in doc]
+    return doc
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["spmv-blocking", "poisson2d", "n=12", "--blocks", "2x2", "--machine", "teaching"],
+        ["energy", "triad", "n=64,256", "--machine", "i7-950"],
+        ["table", "--kernel", "daxpy", "stencil7", "--n", "4096", "--simulate"],
+    ],
+    ids=["spmv-blocking", "energy-sweep", "table-simulate"],
+)
+def test_other_multi_point_commands_equal_on_the_cluster(cluster, capsys, monkeypatch, argv):
+    local = ["--workers", "1", "--no-cache"] if argv[0] != "table" else []
+    code, home, err = run_cli(capsys, *argv, "--json", *local)
+    assert code == 0, err
+    monkeypatch.setenv("HROOF_SCHEDULER", cluster.address)
+    from distributed import get_task_stream
+
+    with get_task_stream(cluster.client) as stream:
+        code, there, err = run_cli(capsys, *argv, "--json", *local[2:])
+    assert code == 0, err
+    assert stream.data, "nothing ran on the cluster"
+    assert no_timing(json.loads(there)) == no_timing(json.loads(home))
+
+
+def test_bad_study_files_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nmachine = ["teaching"]\n')
+    assert_cli_bad(capsys, ["study", bad], "machine", "machines")
+    bad.write_text('[[kernel]]\nname = "stencil7"\nparams = { size = "8..16" }\n')
+    assert_cli_bad(capsys, ["study", bad], "size")
+    assert_cli_bad(capsys, ["study"], "no kernels")
+    assert_cli_bad(capsys, ["study", "--kernel", "stencil7 n8"], "KEY=VALUES")

@@ -244,6 +244,14 @@ class DaskExecutor(Executor):
                     f"cannot reach the Dask scheduler at {self.address} within {timeout:g} s "
                     f"({_describe(exc)})"
                 ) from None
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except (OSError, TimeoutError):
+            self.close()
+            raise HroofError(
+                f"the Dask scheduler at {self.address} has no workers (waited {timeout:g} s): "
+                "start some with 'dask worker ADDRESS' (docs/cluster.md)"
+            ) from None
         self._check_workers()
         threads = sum(self.client.nthreads().values())
         self.slots = max(1, threads)
@@ -321,6 +329,7 @@ def track(
     argsets: Sequence[tuple],
     progress: Callable[[int], None] | None = None,
     weights: Sequence[int] | None = None,
+    failed: int = 0,
 ) -> Iterator[Outcome]:
     """:meth:`Executor.run`, counting on ``progress`` as points finish.
 
@@ -328,12 +337,13 @@ def track(
     ``weights``) once the caller has taken the point (so a progress callback that
     interrupts never loses a finished point); a progress object with a ``status``
     method (:class:`hroof._base.progress.Progress`) also gets "running R, failed F",
-    where R is the points in flight (at most the executor's slots).
+    where R is the points in flight (at most the executor's slots) and F counts from
+    ``failed`` (points the caller already knows failed, e.g. rejected parameters).
     """
-    total, failed = len(argsets), 0
+    total = len(argsets)
     status = getattr(progress, "status", None)
-    if status is not None and total:
-        status(f"running {min(executor.slots, total)}, failed 0")
+    if status is not None:
+        status(f"running {min(executor.slots, total)}, failed {failed}")
     for done, out in enumerate(executor.run(fn, argsets), 1):
         failed += not out.ok
         yield out  # the caller keeps the result (and caches it) before it is counted

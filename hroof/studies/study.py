@@ -287,7 +287,8 @@ def run_study(
         (points[i].kernel, plan.params, machines[points[i].machine].hierarchy, options)
         for i, _, plan in todo
     ]
-    for out in track(executor, simulate_point, argsets, progress):
+    rejected = sum(p is not None and not p.ok for p in points)
+    for out in track(executor, simulate_point, argsets, progress, failed=rejected):
         index, key, _ = todo[out.index]
         pending = points[index]
         if out.ok:
@@ -378,6 +379,10 @@ def tidy_rows(point: StudyPoint, header: Sequence[str]) -> list[list]:
     return rows
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def study_report(spec: StudySpec, points: Sequence[StudyPoint], walls: list[dict],
                  engine: str) -> str:  # fmt: skip
     """A Markdown report: what ran where, the walls per kernel and machine, the failures."""
@@ -386,8 +391,9 @@ def study_report(spec: StudySpec, points: Sequence[StudyPoint], walls: list[dict
     lines = [
         f"# hroof study: {spec.name}",
         "",
-        f"{len(points)} points ({len(spec.kernels)} kernels x {len(spec.machines) or 1} "
-        f"machines), {cached} from the result cache, {len(failed)} failed; run on {engine}.",
+        f"{len(points)} points ({_count(len(spec.kernels), 'kernel')} x "
+        f"{_count(len(spec.machines) or 1, 'machine')}), {cached} from the result cache, "
+        f"{len(failed)} failed; run on {engine}.",
         "",
         "## Locality walls",
         "",
