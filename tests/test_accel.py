@@ -41,6 +41,7 @@ def gtx():
 
 
 # ---------------------------------------------------------------------------- presets
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GPUS)
 def test_gpu_presets_load_with_sourced_figures(name):
     assert name in bundled_machines()
@@ -456,6 +457,7 @@ def test_plots_under_agg(v100, gtx):
 
 
 # ---------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_gemm(capsys, tmp_path):
     code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--machine", "v100", "--dtype", "fp16")
     assert code == 0, err
