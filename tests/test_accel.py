@@ -152,10 +152,13 @@ def test_default_tile_fills_the_device(v100):
     c = gemm.analyse_gemm(8192, 8192, 8192, v100)
     assert c.tile == (256, 128) and c.split_k == 1 and c.klass == "compute"
     tiny = gemm.analyse_gemm(128, 128, 8192, v100)
-    assert tiny.tile == (64, 64) and tiny.split_k == 8 and tiny.blocks == 32
+    assert tiny.tile == (64, 64) and tiny.split_k == 32 and tiny.blocks == 128  # K / 256
     assert tiny.klass == "latency" and tiny.article is None
     assert gemm.choose_tile(8192, 128, v100) == (64, 64)
     assert gemm.choose_config(8192, 128, 8192, v100) == ((64, 64), 2)
+    # square shapes do not split: the partial sums would outweigh A and B
+    assert gemm.choose_config(1024, 1024, 1024, v100) == ((64, 64), 1)
+    assert gemm.choose_config(4096, 16, 4096, v100) == ((64, 64), 5)  # 64 tiles x 5 = 320
     # a tile given without --split-k is not split; both given are used as given
     assert gemm.analyse_gemm(8192, 128, 8192, v100, (64, 64)).split_k == 1
     assert gemm.analyse_gemm(8192, 128, 8192, v100, (64, 64), 4).blocks == 1024
@@ -406,14 +409,14 @@ def test_plots_under_agg(v100, gtx):
     from hroof.plots.accel import gemm_figure, network_figure
 
     assert matplotlib.get_backend().lower() == "agg"
-    fam = gemm.gemm_family(4096, 1, 4096, "n", [16, 128, 4096], v100)
+    fam = gemm.gemm_family(1024, 1, 1024, "n", [16, 128, 1024, 8192], v100)
     ax = gemm_figure(fam, v100).axes[0]
     texts = [t.get_text() for t in ax.texts]
     assert any("HBM2 900 GB/s" in t and "138.9" in t for t in texts)
     assert any("L2 3100 GB/s" in t for t in texts)
     assert any("peak 125,000 GFLOP/s (fp16)" in t for t in texts)
     # a family is labelled by the varied dimension, the fixed ones are in the title
-    assert "n=16" in texts and "n=4096" in texts and "4096xNx4096" in ax.get_title()
+    assert "n=16" in texts and "n=8192" in texts and "1024xNx1024" in ax.get_title()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "compute-bound" in labels and any("latency" in t for t in labels)
     assert "FLOP/byte" in ax.get_xlabel() and "GFLOP/s" in ax.get_ylabel()

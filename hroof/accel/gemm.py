@@ -27,11 +27,15 @@ is under-filled whatever the AI says.
 Tiles as a tensor-core library launches them: the C tiles of :data:`TILES` (CUTLASS's
 tensor-op threadblock shapes, 256x128 down to 64x64; a warp-level tensor-core tile is
 already 32x32 or more, and four warps per block make 64x64 the smallest block tile).
-When even 64x64 tiles give fewer than 4 x SMs blocks, a library splits K ("split-K",
-:func:`choose_config`): ``S`` slices of at least :data:`SPLIT_K_MIN` elements of K each
-compute partial C tiles that are summed in turn (serial split-K: every slice after the
-first reads and writes the C tile once more, ``2 (S - 1) M N elem`` extra bytes). A shape
-whose K is too short to split and whose tiles are too few stays latency-bound.
+When even 64x64 tiles give fewer than 4 x SMs blocks and K is long, a library splits K
+("split-K", :func:`choose_config`): ``S`` slices of at least :data:`SPLIT_K_MIN`
+elements of K each compute partial C tiles that are summed in turn (serial split-K: every
+slice after the first reads and writes the C tile once more, ``2 (S - 1) M N elem`` extra
+bytes). Splitting pays only while those partial sums stay small against A and B
+(``(M + N) K`` elements), so hroof splits only when ``K >= SPLIT_K_RATIO x M N / (M + N)``:
+skinny shapes (8192 x 128 x 8192: K = 65 x 126) split, square ones (1024^3: K = 2 x 512)
+do not. A shape whose tiles are too few and that does not split far enough stays
+latency-bound.
 
 The article's summary of GEMM shapes (M ~ N >> K latency-bound; M or N small memory-bound;
 all large compute-bound) is a rule of thumb by shape; :func:`article_class` applies it
@@ -61,9 +65,12 @@ DEFAULT_TILE = (128, 128)
 #: tensor-op threadblock shapes), largest tile AI first; 64x64 is the smallest.
 TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
 
-#: The fewest elements of K one split-K slice gets (32 main-loop steps of 32): shorter
-#: slices would move about as many partial-sum bytes as A and B bytes.
-SPLIT_K_MIN = 1024
+#: The fewest elements of K one split-K slice gets (8 main-loop steps of 32).
+SPLIT_K_MIN = 256
+
+#: Split K only when ``K >= SPLIT_K_RATIO x M N / (M + N)``: then the partial sums of up to
+#: that many slices move at most about as many bytes as A and B do.
+SPLIT_K_RATIO = 8
 
 #: ">>" in the article's shape rules: at least this many times larger.
 SHAPE_RATIO = 8
@@ -145,7 +152,8 @@ def choose_config(m: int, n: int, k: int, dev: Device) -> tuple[tuple[int, int],
 
     The largest-AI tile of :data:`TILES` that gives ``BLOCKS_PER_SM x SMs`` thread blocks
     (the article's parallelism rule), unsplit. When none does, the smallest tile (the most
-    blocks) with K split into the fewest slices that reach that count, each slice at least
+    blocks), and when K is long against M and N (``K >= SPLIT_K_RATIO x M N / (M + N)``)
+    K split into the fewest slices that reach that count, each slice at least
     :data:`SPLIT_K_MIN` long; when K is too short for that, as many slices as it allows
     (the shape is then latency-bound). :data:`DEFAULT_TILE`, unsplit, when the SM count
     is unknown.
@@ -165,6 +173,8 @@ def choose_config(m: int, n: int, k: int, dev: Device) -> tuple[tuple[int, int],
         if thread_blocks(m, n, tile) >= need:
             return tile, 1
     tile = TILES[-1]
+    if k * (m + n) < SPLIT_K_RATIO * m * n:
+        return tile, 1
     blocks = thread_blocks(m, n, tile)
     most = max(1, k // SPLIT_K_MIN)
     return tile, min(most, math.ceil(need / blocks))
@@ -416,10 +426,15 @@ def _article_note(m, n, k, article, klass, blocks, min_blocks, split, dev) -> st
             else f"the SM count of {dev.name} is unknown, so latency is not checked"
         )
     if klass == "latency":
+        split = (
+            f"split-K into {split} slices of K"
+            if split > 1
+            else "no split-K (K is too short against M and N to pay for the partial sums)"
+        )
         return head + (
             f"{blocks} thread blocks < {min_blocks}: the shape is too small to fill "
-            f"{dev.sms} SMs, even with the smallest tile {TILES[-1][0]}x{TILES[-1][1]} and "
-            f"split-K (slices of K >= {SPLIT_K_MIN}); the rule's 'large' assumes it is not"
+            f"{dev.sms} SMs with the smallest tile {TILES[-1][0]}x{TILES[-1][1]} and "
+            f"{split}; the shape rule assumes the device is full"
         )
     return head + "its AI sets it against the ridge point, which the shape rule does not see"
 

@@ -167,6 +167,9 @@ def network_figure(na: NetworkAnalysis, dev: Device):
     fig = _figure(7.5, 5.0)
     ax = fig.add_subplot()
     xlim = _xlim([lb.cost.ai for lb in layers] + [na.ai], dev)
+    # the memory roof's label runs along the diagonal from the left edge: start the axis
+    # far enough left of the lowest layer (unfused ReLUs sit at 0.12) that it ends first
+    xlim = (min(xlim[0], min(lb.cost.ai for lb in layers) / 80), xlim[1])
     _roofs(ax, dev, xlim, na.unit)
     top = max(lb.cost.flops for lb in layers)
     seen = set()
