@@ -165,8 +165,8 @@ def explain_replay(r: MwpResult, replay: float) -> str:
     periods = 1,000 cycles, the closed form 900).
 
     >>> r = mwp_cwp(200, 100, 100, 200, 1, 8)
-    >>> explain_replay(r, 1000.0)[:60]
-    'the closed form leaves out the first warp\'s computation perio'
+    >>> explain_replay(r, 1000.0).split(" (")[0]
+    "the closed form leaves out the first warp's computation period before its first memory request"
     """
     diff = replay - r.exec_cycles
     if math.isclose(diff, 0.0, abs_tol=1e-9 * max(1.0, replay)):
