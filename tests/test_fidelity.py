@@ -77,6 +77,8 @@ def test_every_network_report_states_its_convention(capsys):
     assert code == 0, err
     assert "a MAC = 2 flops (--count flops, the default)" in out
     assert "AI             48.0 FLOP/byte" in out
+    assert "(20 ReLU, batch-norm and pooling layers fused, not listed" in out
+    assert "conv1_1_relu" not in out and "conv1_1 " in out
     code, out, err = run(capsys, "network", "vgg16", "--count", "macs", "--traffic", "outputs")
     assert code == 0, err
     assert "a MAC = 1 op (--count macs" in out and "Kernel Mem + Output Mem" in out

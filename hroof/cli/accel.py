@@ -285,7 +285,6 @@ def format_network(na) -> str:
         c = lb.cost
         shape = "x".join(str(x) for x in c.out_shape)
         if lb.bound == "fused":
-            rows.append([c.name, c.type, shape, "-", "-", "-", "-", "-", "-", "fused", "-"])
             continue
         rows.append(
             [
@@ -315,7 +314,16 @@ def format_network(na) -> str:
         f"({na.macs / 1e9:,.2f} G MACs)"
     )
     n_mem = sum(lb.bound == "memory" for lb in na.layers)
+    n_fused = sum(lb.bound == "fused" for lb in na.layers)
     tail = [
+        *(
+            [
+                f"({n_fused} ReLU, batch-norm and pooling layers fused, not listed: --unfused "
+                "lists and counts them)"
+            ]
+            if n_fused
+            else []
+        ),
         "",
         f"total          {total}, {na.params / 1e6:,.2f} M parameters, "
         f"{na.bytes / 1e6:,.1f} MB moved",
