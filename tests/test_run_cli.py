@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -249,8 +250,10 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     out = tmp_path / "report"
     with pytest.raises(KeyboardInterrupt):
         write_report(pts, machine, out, title="t")
-    assert sorted(p.name for p in out.iterdir()) == [Path(calls[0]).name[1:].replace(
-        ".partial", "")]  # fmt: skip
+    first = Path(calls[0]).name  # .NAME.PID.partial.EXT
+    assert first.startswith(".") and f".{os.getpid()}.partial." in first
+    assert sorted(p.name for p in out.iterdir()) == [first[1:].replace(
+        f".{os.getpid()}.partial", "")]  # fmt: skip
 
     def full_disk(tmp):
         tmp.write_text("half")
