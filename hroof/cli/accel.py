@@ -96,12 +96,20 @@ def _bytes_text(b: float) -> str:
 # ---------------------------------------------------------------------------- gemm
 def format_gemm(a, dev) -> str:
     """The ``hroof gemm`` report of one analysis."""
+    from hroof.accel.gemm import gemm_ai
 
+    split = f", split-K {a.split_k} slices" if a.split_k > 1 else ""
     lines = [
         f"GEMM {a.m} x {a.n} x {a.k} (M x N x K), {a.dtype} ({a.element_size} bytes), tile "
-        f"{a.tile[0]}x{a.tile[1]}, on {a.device}",
+        f"{a.tile[0]}x{a.tile[1]}{split}, on {a.device}",
         f"flops          {_flops_text(a.flops)} (2 M N K)",
-        f"AI             {a.ai:,.1f} FLOP/byte on unique bytes (A and B read once, C written once)",
+        f"AI             {a.ai:,.1f} FLOP/byte on unique bytes (A and B read once, C written once"
+        + (
+            f"; plus split-K's partial sums, 2 x {a.split_k - 1} x M N elements; without them "
+            f"{gemm_ai(a.m, a.n, a.k, a.element_size):,.1f})"
+            if split
+            else ")"
+        ),
         f"tile AI        {a.tile_ai:,.1f} FLOP/byte per {a.tile[0]}x{a.tile[1]} tile "
         "(2 Mt Nt K flops over (Mt + Nt) K elements)",
         f"peak           {a.peak:,.0f} GFLOP/s ({a.dtype})",
@@ -138,9 +146,11 @@ def format_gemm(a, dev) -> str:
         f"time           {seconds_text(a.time_s)} at that bound (a lower bound: perfect overlap, "
         "full device)",
         f"thread blocks  {a.blocks:,} = ceil({a.m}/{a.tile[0]}) x ceil({a.n}/{a.tile[1]})"
+        + (f" x {a.split_k} K slices" if split else "")
         + (f"; {4} x {a.sms} SMs = {a.min_blocks:,}" if a.sms else "; SMs unknown"),
         f"class          {a.klass}-bound",
         f"reason         {a.reason}",
+        f"article        {a.note}",
     ]
     return "\n".join(lines)
 
@@ -151,6 +161,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 
     dev = _device(args.machine, args.dtype)
     tile = None if args.tile is None else parse_tile(args.tile)
+    split = args.split_k
+    if split is not None and split < 1:
+        raise HroofError(f"--split-k must be a positive whole number, got {split}")
     if args.sweep is not None:
         from hroof.studies.sweep import parse_values
 
@@ -163,9 +176,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 values.append(_int_arg(v))
             except argparse.ArgumentTypeError:
                 raise HroofError(f"--sweep value {v!r} is not a whole number") from None
-        analyses = gemm_family(args.m, args.n, args.k, key, values, dev, tile)
+        analyses = gemm_family(args.m, args.n, args.k, key, values, dev, tile, split)
     else:
-        analyses = [analyse_gemm(args.m, args.n, args.k, dev, tile)]
+        analyses = [analyse_gemm(args.m, args.n, args.k, dev, tile, split)]
     if args.plot:
         from hroof.plots.accel import gemm_figure
 
@@ -186,6 +199,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             Col("tile"),
             Col("blocks"),
             Col("class", "<"),
+            Col("article", "<"),
             Col("time"),
         ]
         rows = [
@@ -196,9 +210,10 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 f"{a.ai:,.1f}",
                 f"{a.attainable:,.0f}",
                 f"{a.bound} ({a.binding})",
-                f"{a.tile[0]}x{a.tile[1]}",
+                f"{a.tile[0]}x{a.tile[1]}" + (f"/{a.split_k}K" if a.split_k > 1 else ""),
                 f"{a.blocks:,}",
                 a.klass,
+                a.article or "-",
                 seconds_text(a.time_s),
             ]
             for a in analyses
@@ -211,7 +226,12 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             + " FLOP/byte"
             + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else "")
         )
-        emit("\n".join([head, "", *text_table(cols, rows)]))
+        foot = (
+            "tile: /SK = split-K into S slices; article: the accelerator article's verdict by "
+            "shape (M ~ N >> K latency, M or N small memory, all large compute); where it "
+            "differs from class, the single-shape report says why"
+        )
+        emit("\n".join([head, "", *text_table(cols, rows), "", foot]))
     if args.plot:
         import sys
 
@@ -220,19 +240,43 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- network
+def _counting(na) -> str:
+    """One line saying which conventions a network analysis used."""
+    ops = (
+        "a MAC = 2 flops (--count flops, the default)"
+        if na.count == "flops"
+        else "a MAC = 1 op (--count macs, the accelerator article's convention; the peak is "
+        "halved to Gop/s to match)"
+    )
+    moved = (
+        "weights (bias incl.), input and output activations once (--traffic io, the default)"
+        if na.traffic == "io"
+        else "weights and output activations once (--traffic outputs: the article's "
+        "Kernel Mem + Output Mem)"
+    )
+    fused = (
+        "ReLU, batch norm and pooling fused into the layer before (the default; --unfused "
+        "to count them)"
+        if na.fused
+        else "ReLU, batch norm and pooling are layers of their own (--unfused)"
+    )
+    return f"counting: {ops}\nbytes:    {moved}\nlayers:   {fused}"
+
+
 def format_network(na) -> str:
     """The ``hroof network`` report: per-layer table and the network's totals."""
 
+    u = na.unit
     cols = [
         Col("layer", "<", 0),
         Col("type", "<"),
         Col("output\nC x H x W"),
-        Col("MFLOP"),
+        Col(f"M{u}" if u == "FLOP" else "M ops"),
         Col("weights\nMB"),
         Col("act. in\nMB"),
         Col("act. out\nMB"),
-        Col("AI\nFLOP/byte"),
-        Col("roof\nGFLOP/s"),
+        Col(f"AI\n{u}/byte"),
+        Col(f"roof\nG{u}/s"),
         Col("bound", "<"),
         Col("time"),
     ]
@@ -240,8 +284,7 @@ def format_network(na) -> str:
     for lb in na.layers:
         c = lb.cost
         shape = "x".join(str(x) for x in c.out_shape)
-        if lb.bound == "skipped":
-            rows.append([c.name, c.type, shape, "-", "-", "-", "-", "-", "-", "skipped", "-"])
+        if lb.bound == "fused":
             continue
         rows.append(
             [
@@ -252,7 +295,7 @@ def format_network(na) -> str:
                 f"{c.weight_bytes / 1e6:.3g}",
                 f"{c.in_bytes / 1e6:.3g}",
                 f"{c.out_bytes / 1e6:.3g}",
-                f"{c.ai:.1f}",
+                f"{c.ai:.2f}" if c.ai < 1 else f"{c.ai:.1f}",
                 f"{lb.attainable:,.0f}",
                 lb.bound,
                 seconds_text(lb.time_s),
@@ -260,20 +303,35 @@ def format_network(na) -> str:
         )
     head = [
         f"{na.network} on {na.device}: {na.dtype}, batch {na.batch}; peak {na.peak:,.0f} "
-        f"GFLOP/s, {na.memory} {na.bandwidth:g} GB/s, "
-        f"ridge {na.ridge:.1f} FLOP/byte",
-        "counting: a MAC = 2 flops; each layer moves its weights (bias included), input and "
-        "output activations once; pooling skipped (fused); ReLU/BN not counted",
+        f"G{u}/s, {na.memory} {na.bandwidth:g} GB/s, ridge {na.ridge:.1f} {u}/byte",
+        _counting(na),
         "",
     ]
+    total = (
+        f"{na.flops / 1e9:,.2f} GFLOP ({na.macs / 1e9:,.2f} G MACs)"
+        if na.count == "flops"
+        else f"{na.flops / 1e9:,.3f} G operations counting a MAC as one "
+        f"({na.macs / 1e9:,.2f} G MACs)"
+    )
+    n_mem = sum(lb.bound == "memory" for lb in na.layers)
+    n_fused = sum(lb.bound == "fused" for lb in na.layers)
     tail = [
+        *(
+            [
+                f"({n_fused} ReLU, batch-norm and pooling layers fused, not listed: --unfused "
+                "lists and counts them)"
+            ]
+            if n_fused
+            else []
+        ),
         "",
-        f"total          {na.flops / 1e9:,.2f} GFLOP ({na.macs / 1e9:,.2f} G MACs), "
-        f"{na.params / 1e6:,.2f} M parameters, {na.bytes / 1e6:,.1f} MB moved",
-        f"AI             {na.ai:.1f} FLOP/byte vs ridge {na.ridge:.1f}: {na.bound}-bound",
-        f"attainable     {na.attainable:,.0f} GFLOP/s = min(peak, AI x {na.bandwidth:g} GB/s)",
+        f"total          {total}, {na.params / 1e6:,.2f} M parameters, "
+        f"{na.bytes / 1e6:,.1f} MB moved",
+        f"AI             {na.ai:.1f} {u}/byte vs ridge {na.ridge:.1f} ({na.count} "
+        f"convention): {na.bound}-bound",
+        f"attainable     {na.attainable:,.0f} G{u}/s = min(peak, AI x {na.bandwidth:g} GB/s)",
         f"time           {seconds_text(na.time_s)} summed over layers, each at its own bound "
-        f"({na.achieved:,.0f} GFLOP/s on average)",
+        f"({na.achieved:,.0f} G{u}/s on average); {n_mem} memory-bound layer(s)",
     ]
     return "\n".join(head + text_table(cols, rows) + tail)
 
@@ -286,7 +344,9 @@ def cmd_network(args: argparse.Namespace) -> int:
     dev = _device(args.machine, args.dtype)
     if args.batch < 1:
         raise HroofError(f"--batch must be a positive whole number, got {args.batch}")
-    na = analyse_network(net, dev, args.batch)
+    na = analyse_network(
+        net, dev, args.batch, count=args.count, fused=not args.unfused, traffic=args.traffic
+    )
     if args.plot:
         from hroof.plots.accel import network_figure
 
@@ -376,7 +436,7 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- mwp
 def cmd_mwp(args: argparse.Namespace) -> int:
     """``hroof mwp``: Hong and Kim's MWP, CWP and execution cycles."""
-    from hroof.accel.mwp import mwp_cwp, timeline
+    from hroof.accel.mwp import explain_replay, mwp_cwp, timeline
 
     r = mwp_cwp(
         args.mem_latency,
@@ -404,7 +464,8 @@ def cmd_mwp(args: argparse.Namespace) -> int:
 
         save_figure(timeline_figure(t, r), args.plot, flag="--plot")
     if args.json:
-        emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
+        why = None if replay is None else explain_replay(r, replay)
+        emit(json.dumps({**r.to_dict(), "replay_cycles": replay, "why": why}, indent=2))
         return 0
     bw = "" if r.mwp_peak_bw is None else f", bandwidth limit {r.mwp_peak_bw:.2f}"
     lines = [
@@ -420,6 +481,8 @@ def cmd_mwp(args: argparse.Namespace) -> int:
         if replay is not None
         else "replay skipped (more than 100,000 memory periods)",
     ]
+    if replay is not None:
+        lines.append(f"why    {explain_replay(r, replay)}")
     emit("\n".join(lines))
     return 0
 
@@ -445,7 +508,8 @@ def register(sub, machine_sub=None) -> None:
             "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9: memory\n"
             "  hroof gemm 8192 128 8192 --tile 128x128                64 blocks: latency-bound\n"
             "  hroof gemm 8192 8192 8192 --dtype fp16                 AI 2730: compute\n"
-            "  hroof gemm 8192 128 8192 --tile 32x32                  1024 blocks: memory-bound\n"
+            "  hroof gemm 8192 8192 128                               the article's M~N>>K case\n"
+            "  hroof gemm 512 512 512                                 64 blocks: latency-bound\n"
             "  hroof gemm 4096 n 4096 --sweep n=16..8192:x2 --plot gemm.png"
         ),
     )
@@ -467,9 +531,16 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument(
         "--tile",
         metavar="MtxNt",
-        help="C tile per thread block (default: chosen per shape as a library would: the "
-        "largest tile, 256x128 down to 16x16, that still gives 4 thread blocks per SM; "
-        "128x128 when the SM count is unknown)",
+        help="C tile per thread block (default: chosen per shape as a tensor-core library "
+        "would: the largest tile, 256x128 down to 64x64, that still gives 4 thread blocks "
+        "per SM, else 64x64 with split-K; 128x128 when the SM count is unknown)",
+    )
+    p.add_argument(
+        "--split-k",
+        type=_int_arg,
+        metavar="S",
+        help="split K into S slices (serial split-K: S x the thread blocks, C read and "
+        "written once more per extra slice); default: chosen with the tile, 1 with --tile",
     )
     p.add_argument(
         "--sweep",
@@ -523,6 +594,26 @@ def register(sub, machine_sub=None) -> None:
         default=1,
         metavar="B",
         help="batch size: scales flops and activations, not weights (default: 1)",
+    )
+    p.add_argument(
+        "--count",
+        choices=("flops", "macs"),
+        default="flops",
+        help="flops: a multiply-accumulate is 2 flops (default); macs: it is one operation, "
+        "as the accelerator article counts (the peak is halved to match)",
+    )
+    p.add_argument(
+        "--unfused",
+        action="store_true",
+        help="count ReLU, batch norm and pooling as layers of their own (read input, write "
+        "output); default: fused into the layer before them",
+    )
+    p.add_argument(
+        "--traffic",
+        choices=("io", "outputs"),
+        default="io",
+        help="io: each layer moves weights, input and output once (default); outputs: "
+        "weights and outputs only (the article's Kernel Mem + Output Mem)",
     )
     p.add_argument("--plot", metavar="FILE", help="write the per-layer roofline (.png/.svg/.pdf)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
