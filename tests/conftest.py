@@ -17,7 +17,6 @@ os.environ.setdefault(
 
 from hroof.cachesim import Simulator, hierarchy
 
-
 #: ``make check`` (HROOF_TEST_LANE=check) runs each property on a tenth of its examples:
 #: the same properties, a quicker edit-test loop; ``make test`` runs them in full.
 FAST_LANE = os.environ.get("HROOF_TEST_LANE") == "check"

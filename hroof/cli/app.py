@@ -24,6 +24,7 @@ from hroof.cli import (
     accel,
     demo,
     energy,
+    gpu_threads,
     machine,
     measure,
     run,
@@ -35,7 +36,10 @@ from hroof.cli import (
 
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
-COMMANDS = (simulate, sweep, run, demo, machine, measure, energy, spmv_blocking, table, accel)
+COMMANDS = (
+    simulate, sweep, run, demo, machine, measure, energy, spmv_blocking, table, accel,
+    gpu_threads,
+)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
