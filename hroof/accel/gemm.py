@@ -1,7 +1,7 @@
 """GEMM on an accelerator: arithmetic intensity, tiles, and compute-, memory- or latency-bound.
 
 ``C (M x N) = A (M x K) @ B (K x N)`` performs ``2 M N K`` operations (a multiply and an
-add per multiply-accumulate). Following references/accelerator-analysis.zh.txt (and
+add per multiply-accumulate). Following the accelerator analysis article (and
 NVIDIA's "GPU Performance Background User's Guide", which it follows), the bytes a GEMM
 must move at least are A and B read once and C written once::
 

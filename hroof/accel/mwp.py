@@ -1,4 +1,4 @@
-"""The MWP/CWP model of Hong and Kim (ISCA 2009), as references/accelerator-analysis.zh.txt
+"""The MWP/CWP model of Hong and Kim (ISCA 2009), as the accelerator analysis article
 presents it.
 
 S. Hong and H. Kim, "An analytical model for a GPU architecture with memory-level and

@@ -266,7 +266,7 @@ def host_toml(
     cpu_flags: Sequence[str] = (),
     notes: Sequence[str] = (),
 ) -> str:
-    """The machine TOML text (DESIGN.md, "Machine files") of a detected host.
+    """The machine TOML text (docs/architecture.md, "Machine files") of a detected host.
 
     Unknown figures are written as comments saying so, and that ``hroof machine
     measure`` measures them; the text loads back with
