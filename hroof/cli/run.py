@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import textwrap
 
 from hroof._base.progress import Progress
@@ -148,10 +149,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan = kernel_plan(args.kernel, args.params)
     require_native(plan.kernel)
     machine = None
+    chosen = None
     if args.machine is not None or args.predict:
+        from hroof.machine.host import comparison_machine
         from hroof.machine.model import load_machine
 
-        machine = load_machine(args.machine)
+        chosen = comparison_machine(args.machine)
+        machine = load_machine(chosen.machine)
+        if not chosen.is_host and args.machine is None:
+            sys.stderr.write(f"hroof: {chosen.note}\n")
     comparison = result = None
     if args.predict:  # simulate first: never beside the timed runs
         from hroof.roofline.measured import compare
@@ -174,6 +180,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if machine is not None:
             doc["machine"] = {
                 "name": machine.name,
+                "is_host": is_measured_host(machine),
+                "why": chosen.note if chosen else "",
                 "compulsory_bound": cbound,
                 "predicted": comparison.to_dict() if comparison else None,
             }
@@ -213,6 +221,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             else "a model: its figures, not this host's"
         )
         lines += ["", f"machine    {machine.name} ({what})"]
+        if chosen is not None and args.machine is None:
+            lines += textwrap.wrap(
+                "           " + chosen.note, REPORT_WIDTH, subsequent_indent=" " * 11
+            )
         if cbound is not None:
             ratio = f"; measured / that = {m.gflop_s / cbound['bound_gflop_s']:.2f}"
             lines.append(

@@ -4,6 +4,7 @@ of a saved sweep."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hroof._base.errors import HroofError
@@ -25,13 +26,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
-    machine = load_machine(args.machine)
     if args.measure:
+        from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
 
         require_native(args.kernel)  # before minutes of simulation, not after
-    elif args.min_time is not None:
-        raise HroofError("--min-time is for --measure")
+        chosen = comparison_machine(args.machine)
+        machine = load_machine(chosen.machine)
+        if args.machine is None:
+            sys.stderr.write(f"hroof: {chosen.note}\n")
+    else:
+        if args.min_time is not None:
+            raise HroofError("--min-time is for --measure")
+        machine = load_machine(args.machine)
     with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
