@@ -36,11 +36,12 @@ compulsory intensity (flops / footprint against memory bandwidth and peak: no
 simulation). --predict simulates the same parameters on the machine (cached like
 sweeps) and prints measured / predicted and a verdict: near the roof (at least half
 the bound), POOR (under half: the roofline's poor-performance region) or above the
-bound. Unless the machine is this host (--machine host, after 'hroof machine
-measure'), the bound is a model of another machine: the ratio compares this host
-with that model. The simulation is one cold run; the timed runs are warm repeats,
-so a problem that fits in a cache can beat the bound. Timings on a shared or
-virtual machine are noisy: quote the median and the spread (docs/run.md)."""
+bound. Without --machine it compares against the measured host when 'hroof
+machine measure' has written it, else against the skylake-sp model with a warning:
+the bound of a model is another machine's, and the ratio compares this host with it.
+The simulation is one cold run; the timed runs are warm repeats, so a problem that
+fits in a cache can beat the bound. Timings on a shared or virtual machine are
+noisy: quote the median and the spread (docs/run.md)."""
 
 _EPILOG = """\
 examples:
@@ -97,8 +98,9 @@ def register(sub, machine_sub) -> None:
     p.add_argument(
         "--predict",
         action="store_true",
-        help="simulate the same parameters on the machine (default: the default machine) "
-        "and print measured / predicted and a verdict",
+        help="simulate the same parameters on the machine (default: the measured host if "
+        "'hroof machine measure' has run, else skylake-sp with a warning) and print "
+        "measured / predicted and a verdict",
     )
     p.add_argument("--json", action="store_true", help="print the measurement as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")

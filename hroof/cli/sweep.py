@@ -179,7 +179,8 @@ def register(sub, machine_sub) -> None:
         action="store_true",
         help="also run the kernel natively at every point on this host (one thread, after "
         "the simulations) and show measured GFLOP/s beside the predicted bound, "
-        "measured/predicted and POOR where under half the bound (see 'hroof run')",
+        "measured/predicted and POOR where under half the bound (see 'hroof run'); "
+        "without --machine, against the measured host if there is one",
     )
     p.add_argument(
         "--min-time",
