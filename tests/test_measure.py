@@ -663,6 +663,15 @@ def test_recorded_curve_with_a_wobbling_dram_still_has_every_level():
     assert 15 < figs["DRAM"] < 22
 
 
+def test_recorded_curve_with_one_dram_dip_keeps_the_plateau_around_it():
+    # DRAM at 33.7, 33.3, 14.6, 31.8 then 23.9, 20.6, 16.3 GB/s: one point of the plateau
+    # slowed in every trial (a neighbour's burst); its slope must not count
+    x, g = recorded("measure-read-epyc-dram-dip.csv")
+    figs = {f.name: f for f in level_figures(x, g, EPYC)}
+    assert 30 < figs["DRAM"].gbs < 34 and figs["DRAM"].plateau.points == 4
+    assert figs["L1"].gbs > 200 and 110 < figs["L2"].gbs < 125 and 90 < figs["L3"].gbs < 105
+
+
 def test_flat_dram_region_of_12_to_15_gbs_is_a_plateau():
     # the full run of the issue: an obvious flat 12-15 GB/s region from 64 MiB up
     x = [int(s) for s in np.geomspace(4 * KIB, 512 * MIB, 6 * 17 + 1)]

@@ -441,9 +441,10 @@ def _window_plateau(
 ) -> tuple[int, int] | None:
     """The longest flat range ``[i, j)`` of a window (at least ``need`` points), or None.
 
-    Flat: every point within ``1 + tol`` of the median but one in six (never an end
-    point), and at most ``slope`` drift per doubling (as in :func:`find_plateaus`,
-    whose looser 3/4 rule let a long range swallow the bottom of a fall). A range is
+    Flat: every point within ``1 + tol`` of the median but one in six (memory: one
+    in four; never an end point), and the other points drift by at most ``slope``
+    per doubling (as in :func:`find_plateaus`, whose looser 3/4 rule let a long
+    range swallow the bottom of a fall). A range is
     refused when a point before it in the window is faster than its median by more
     than :data:`FALL`: then it is the bottom of a fall, not the level's plateau
     (bandwidth does not rise as the working set grows within one level). Of the flat
@@ -463,7 +464,9 @@ def _window_plateau(
             seg = g[i:j]
             med = float(np.median(seg))
             off = np.abs(np.log(seg / med)) > math.log1p(tol)
-            if off[0] or off[-1] or off.sum() > length // 6 or not _flat(x[i:j], seg, tol, slope):
+            if off[0] or off[-1] or off.sum() > length // (4 if last else 6):
+                continue
+            if not _flat(x[i:j][~off], seg[~off], tol, slope):  # the drift of the inliers
                 continue
             if not last and i and g[:i].max() > FALL * med:
                 continue
