@@ -207,6 +207,7 @@ HOST = read_host()
 X86_FMA = platform.machine() in ("x86_64", "AMD64") and "fma" in HOST.flags
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not X86_FMA, reason="instruction check for x86 hosts with FMA")
 def test_compiler_emits_what_the_figures_claim():
     wide = "zmm" if "avx512f" in HOST.flags else "ymm"
@@ -232,6 +233,7 @@ def tiny():
     return measure_host("tiny", host=HOST)
 
 
+@pytest.mark.slow
 def test_tiny_measurement_structure(tiny):
     m = tiny
     counts = sorted({1, m.threads})
@@ -490,6 +492,7 @@ def run_cli(args, capsys):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_measure_out_and_host(tmp_path, monkeypatch, capsys):
     host_file = tmp_path / "cache" / "host.toml"
     monkeypatch.setenv("HROOF_HOST_MACHINE", str(host_file))
@@ -581,6 +584,7 @@ def test_cli_import_errors(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == [bad]
 
 
+@pytest.mark.slow
 def test_cli_import_error_in_a_subprocess(tmp_path):
     bad = tmp_path / "roofline.json"
     bad.write_text(

@@ -17,7 +17,8 @@ from hroof.cli.text import emit, term_width
 def cmd_demo(args: argparse.Namespace) -> int:
     """``hroof demo``: the 7-point stencil small, large and swept, with a report."""
     from hroof.machine.model import load_machine
-    from hroof.plots.report import (
+    from hroof.plots.report import write_report
+    from hroof.studies.demo import (
         DEMO_KERNEL,
         DEMO_LARGE,
         DEMO_SMALL,
@@ -25,7 +26,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         format_rows,
         run_demo,
         summary_table,
-        write_report,
     )
 
     machine = load_machine(args.machine)

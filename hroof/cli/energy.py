@@ -256,7 +256,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
     """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
     from hroof._base.progress import Progress
     from hroof.machine.model import load_machine
-    from hroof.roofline.energy import energy_model, run_energy
+    from hroof.roofline.energy import energy_doc, energy_model, energy_sweep_doc, run_energy
     from hroof.studies.sweep import expand_grid
     from hroof.traces import parse_assignments
 
@@ -297,9 +297,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
             )
             written.append(args.plot)
         if args.json:
-            doc = {"schema": "hroof.energy/1", "model": model.to_dict(),
-                   "result": result.to_dict(), "energy": est.to_dict()}  # fmt: skip
-            emit(json.dumps(doc, indent=1))
+            emit(json.dumps(energy_doc(result, model, est), indent=1))
         else:
             text = format_energy(result, model, est, width=term_width())
             if written:
@@ -317,13 +315,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
         )  # fmt: skip
     estimates = [run_energy(p.result, model) for p in points]
     vary = varying(points)
-    doc = {
-        "schema": "hroof.energy-sweep/1",
-        "model": model.to_dict(),
-        "points": [{"params": dict(p.params), "footprint": p.footprint,
-                    "result": p.result.to_dict(), "energy": e.to_dict()}
-                   for p, e in zip(points, estimates, strict=True)],
-    }  # fmt: skip
+    doc = energy_sweep_doc(points, model, estimates)
     written, skipped = [], []
     if args.out:
         written = sweep_outputs(Path(args.out), points, model, vary, doc, skipped)

@@ -110,9 +110,9 @@ def register(sub, machine_sub) -> None:
 def _host() -> str:
     from pathlib import Path
 
-    from hroof.machine.host import CPUINFO, _read_cpuinfo
+    from hroof.machine.host import CPUINFO, read_cpuinfo
 
-    model = _read_cpuinfo(Path(CPUINFO))[0]
+    model = read_cpuinfo(Path(CPUINFO))[0]
     return model or "this host"
 
 

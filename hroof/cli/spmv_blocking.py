@@ -160,7 +160,8 @@ def format_blocking(points, machine) -> str:
 def _outputs(out: Path, points, machine) -> list[Path]:
     import json
 
-    from hroof.studies.spmv_blocking import blocking_doc, matrix_title, plot_blocking
+    from hroof.plots.spmv_blocking import plot_blocking
+    from hroof.studies.spmv_blocking import blocking_doc, matrix_title
 
     written = []
     doc = blocking_doc(points, machine if not machine.missing() else None)

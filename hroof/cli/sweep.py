@@ -118,7 +118,8 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 def cmd_report(args: argparse.Namespace) -> int:
     """``hroof report RESULTS.json|DIR``: the report of a saved sweep."""
     from hroof.machine.model import load_machine
-    from hroof.plots.report import load_sweep, write_report
+    from hroof.plots.report import write_report
+    from hroof.studies.sweep import load_sweep
 
     points, name = load_sweep(Path(args.results))
     machine = load_machine(args.machine)
