@@ -30,21 +30,16 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from hroof._base.errors import ConfigError
-from hroof.cachesim.config import format_size
+from hroof._base.toml import load_toml
+from hroof._base.units import format_size
 from hroof.machine.measure.run import Measurement
 from hroof.machine.model import COMPUTE_CEILINGS, PRECISIONS, Machine, machine_from_dict
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: The bandwidth kernel whose single-core plateaus become the level bandwidths.
 DEFAULT_BANDWIDTH_KERNEL = "read"
@@ -179,7 +174,7 @@ def machine_toml(
 
 def check_loads(text: str, source: str) -> Machine:
     """Parse machine TOML text and validate it as ``load_machine`` would."""
-    return machine_from_dict(tomllib.loads(text), source=source)
+    return machine_from_dict(load_toml(text), source=source)
 
 
 def order_ceilings(
