@@ -24,6 +24,7 @@ from hroof.cli import (
     accel,
     demo,
     energy,
+    gpu_threads,
     machine,
     measure,
     run,
@@ -37,8 +38,10 @@ from hroof.studies.executor import PointsFailed
 
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
-COMMANDS = (simulate, sweep, study, run, demo, machine, measure, energy, spmv_blocking, table,
-            accel)  # fmt: skip
+COMMANDS = (
+    simulate, sweep, study, run, demo, machine, measure, energy, spmv_blocking, table, accel,
+    gpu_threads,
+)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,15 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hroof", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=fmt)
     parser.add_argument("--version", action="version", version=f"hroof {hroof.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    p = sub.add_parser(
-        "machine",
-        help="show, list or detect machines (cache levels, bandwidths, peak)",
-        description="Inspect machine descriptions (cache levels, bandwidths, compute peak; "
-        "TOML files) or detect this host's cache hierarchy.",
-    )
-    machine_sub = p.add_subparsers(dest="machine_command", metavar="ACTION", title="actions")
-    p.set_defaults(func=None, parser=p)
+    machine_sub = None  # the ``machine`` group's actions, once it is listed
     for module in COMMANDS:
+        if module is machine:
+            p = sub.add_parser(
+                "machine",
+                help="show, list, detect or measure machines (cache levels, bandwidths, peak)",
+                description="Inspect machine descriptions (cache levels, bandwidths, compute "
+                "peak; TOML files), detect this host's cache hierarchy, or measure its "
+                "bandwidths and peaks.",
+            )
+            machine_sub = p.add_subparsers(
+                dest="machine_command", metavar="ACTION", title="actions"
+            )
+            p.set_defaults(func=None, parser=p)
         module.register(sub, machine_sub)
     parser.set_defaults(func=None, parser=parser)
     return parser

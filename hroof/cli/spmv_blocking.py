@@ -8,7 +8,7 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
-from hroof.cli.options import open_engine, positive_int, scheduler_option
+from hroof.cli.options import machine_option, open_engine, positive_int, scheduler_option
 from hroof.cli.text import Col, ai_text, emit, text_table
 
 _EXAMPLES = """\
@@ -58,12 +58,7 @@ def register(sub, machine_sub) -> None:
         help="block sizes, rows x columns (default: %(default)s)",
     )
     p.add_argument("--no-csr", action="store_true", help="do not simulate plain CSR too")
-    p.add_argument(
-        "--machine",
-        metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file "
-        "(default: the bundled 'default')",
-    )
+    machine_option(p)
     p.add_argument(
         "--out",
         metavar="DIR",

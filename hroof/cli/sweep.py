@@ -4,6 +4,7 @@ of a saved sweep."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hroof._base.errors import HroofError
@@ -27,13 +28,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
-    machine = load_machine(args.machine)
     if args.measure:
+        from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
 
         require_native(args.kernel)  # before minutes of simulation, not after
-    elif args.min_time is not None:
-        raise HroofError("--min-time is for --measure")
+        chosen = comparison_machine(args.machine)
+        machine = load_machine(chosen.machine)
+        if args.machine is None:
+            sys.stderr.write(f"hroof: {chosen.note}\n")
+    else:
+        if args.min_time is not None:
+            raise HroofError("--min-time is for --measure")
+        machine = load_machine(args.machine)
     with (
         open_engine(args) as engine,
         Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
@@ -179,7 +186,8 @@ def register(sub, machine_sub) -> None:
         action="store_true",
         help="also run the kernel natively at every point on this host (one thread, after "
         "the simulations) and show measured GFLOP/s beside the predicted bound, "
-        "measured/predicted and POOR where under half the bound (see 'hroof run')",
+        "measured/predicted and POOR where under half the bound (see 'hroof run'); "
+        "without --machine, against the measured host if there is one",
     )
     p.add_argument(
         "--min-time",

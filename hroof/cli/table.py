@@ -10,7 +10,13 @@ import textwrap
 
 from hroof._base.progress import Progress
 from hroof._base.units import parse_int
-from hroof.cli.options import open_engine, positive_int, scheduler_option
+from hroof.cli.options import (
+    MACHINE_HELP,
+    machine_option,
+    open_engine,
+    positive_int,
+    scheduler_option,
+)
 from hroof.cli.text import Col, ai_text, emit, term_width, text_table
 from hroof.roofline.table import DEFAULT_MAX_ACCESSES
 from hroof.studies.executor import SCHEDULER_ENV
@@ -84,12 +90,9 @@ def register(sub, machine_sub) -> None:
         help="nonzeros per row of the cg and spmv operator (default: %(default)s, the "
         "7-point stencil)",
     )
-    p.add_argument(
-        "--machine",
-        metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file; its "
-        "peak and memory bandwidth give the bound, its caches the simulation (default: "
-        "the bundled 'default')",
+    machine_option(
+        p,
+        MACHINE_HELP + "; its peak and memory bandwidth give the bound, its caches the simulation",
     )
     p.add_argument(
         "--simulate",

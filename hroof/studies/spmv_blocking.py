@@ -1,6 +1,6 @@
 """Register blocking of SpMV: CSR against r x c block CSR on one matrix, level by level.
 
-Register blocking (references/roofline-lecture.zh.txt, "Roofline model for SpMV
+Register blocking (the LBNL roofline lecture, "Roofline model for SpMV
 (矩阵压缩)": "寄存器阻塞优化技术 ... 添加非零元素, 来重新组织矩阵 ... 提高 flop:byte
 比率 ... 但可能会增加额外的内存流量") stores the matrix in small dense ``r x c``
 blocks with one column index per block. The index bytes per nonzero fall by

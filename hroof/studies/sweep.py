@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hroof._base.errors import HroofError
+from hroof._base.units import parse_range
 from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.machine.model import Machine
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
@@ -46,36 +47,7 @@ def parse_values(text: str) -> list[str]:
             if part:
                 out.append(part)
             continue
-        lo_text, _, rest = part.partition("..")
-        hi_text, _, step = rest.partition(":")
-        try:
-            lo, hi = int(lo_text), int(hi_text)
-        except ValueError:
-            raise HroofError(f"range {part!r} needs integer ends, e.g. 16..512:x2") from None
-        if hi < lo:
-            raise HroofError(f"range {part!r} runs backwards")
-        values = []
-        if step.startswith("x"):
-            try:
-                factor = float(step[1:])
-            except ValueError:
-                factor = 0.0
-            if factor <= 1 or lo < 1:
-                raise HroofError(f"range {part!r}: a factor step needs xF with F > 1, from >= 1")
-            v = float(lo)
-            while round(v) <= hi:
-                if not values or round(v) != values[-1]:
-                    values.append(round(v))
-                v *= factor
-        else:
-            inc_text = step[1:] if step.startswith("+") else (step or "1")
-            try:
-                inc = int(inc_text)
-            except ValueError:
-                inc = 0
-            if inc < 1:
-                raise HroofError(f"range {part!r}: write the step as +N (N >= 1) or xF")
-            values = list(range(lo, hi + 1, inc))
+        values = parse_range(part, "range", limit=MAX_POINTS)
         out.extend(str(v) for v in values)
         if len(out) > MAX_POINTS:
             raise HroofError(f"range {part!r} has more than {MAX_POINTS} values")
