@@ -53,6 +53,7 @@ __all__ = [
     "open_executor",
     "simulate_point",
     "track",
+    "worker_fingerprint",
 ]
 
 
@@ -61,6 +62,13 @@ def simulate_point(kernel: str, params: dict, hierarchy, options: dict) -> dict:
     from hroof.studies.runs import simulate_kernel
 
     return simulate_kernel(kernel, hierarchy, **options, **params).to_dict()
+
+
+def worker_fingerprint() -> str:
+    """Run on a worker: the hash of the simulator's sources there (see the result cache)."""
+    from hroof.studies import cache
+
+    return cache.code_fingerprint()
 
 
 @dataclass(frozen=True)
@@ -260,17 +268,17 @@ class DaskExecutor(Executor):
 
     def _check_workers(self) -> None:
         """Every worker must run the simulator this client keys its cache with."""
-        from hroof.studies.cache import code_fingerprint
+        from hroof.studies import cache
 
         try:
-            theirs = self.client.run(code_fingerprint)
+            theirs = self.client.run(worker_fingerprint)
         except Exception as exc:  # hroof missing on a worker, or a worker lost meanwhile
             self.close()
             raise HroofError(
                 f"the workers of {self.address} cannot run hroof ({_describe(exc)}): install "
                 "the same hroof on every worker node (docs/cluster.md)"
             ) from None
-        other = sorted(w for w, fp in theirs.items() if fp != code_fingerprint())
+        other = sorted(w for w, fp in theirs.items() if fp != cache.code_fingerprint())
         if other:
             self.close()
             raise HroofError(
