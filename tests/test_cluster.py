@@ -304,3 +304,23 @@ def test_a_scheduler_without_workers_is_named():
         with pytest.raises(HroofError, match="has no workers") as info:
             DaskExecutor(empty.scheduler_address, timeout=1)
         assert empty.scheduler_address in str(info.value)
+
+
+def test_default_paths_never_import_dask(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hroof.cli import main\n"
+        f"assert main(['sweep', 'triad', 'n=64,128', '--workers', '1', '-q']) == 0\n"
+        f"assert main(['study', '--kernel', 'triad n=64,128', '--workers', '1', '-q', "
+        f"'--out', {str(tmp_path / 's')!r}]) == 0\n"
+        "heavy = sorted(m for m in ('distributed', 'dask') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    env = {**os.environ, "HROOF_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("HROOF_SCHEDULER", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
