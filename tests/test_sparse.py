@@ -314,5 +314,7 @@ def test_l1_bytes_through_the_simulator(params):
     if plan.params["matrix"] == "poisson2d":
         assert expected == 4 * (nrows + 1) + 20 * nnz + 8 * nrows
         assert 20 < r.levels[0].bytes / nnz < 20 + (4 + 8) / 4 + 1
-    assert r.source == {"kernel": "spmv", "params": plan.params, "extra": plan.extra}
+    assert r.source == {"kernel": "spmv", "params": plan.params, "extra": plan.extra,
+                        "accounting": {"mode": "cold", "warmup_sweeps": 0,
+                                       "counted_sweeps": 1}}  # fmt: skip
     assert r.source["extra"]["storage"] == "csr" and r.source["extra"]["fill_ratio"] == 1.0

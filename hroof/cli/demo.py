@@ -45,7 +45,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     written = write_report(
         demo.points, machine, Path(args.out),
         title=f"hroof demo: {DEMO_KERNEL} in steady state on {machine.name}", summary=summary,
-        notes=[*story, "Cache-aware reading: " + lesson],
+        # the walls left out are listed under the report's wall table already
+        notes=[*(ln for ln in story if not ln.startswith(("Left out", "Predicted but"))),
+               "Cache-aware reading: " + lesson],
     )  # fmt: skip
     width = term_width()
     lines = [
