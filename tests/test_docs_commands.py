@@ -6,13 +6,15 @@ clone's view): each line in bash, with the virtual environment's ``hroof`` on
 PATH, exit status 0 required. Files a command needs are created by an earlier
 line. A line is run once even when several pages show it. Not run: ``make
 demo`` and ``make test`` (this test is part of ``make test``; the demo has its
-own test), and ``valgrind`` with the line reading its output when valgrind is
-not installed (said in the skip list printed by ``pytest -rs``... and asserted
-below to be exactly those).
+own test); ``valgrind`` and the line reading its output when valgrind is not
+installed; docs/cluster.md and ``--scheduler tcp://...`` (a Dask cluster on
+other machines), and ``--scheduler local`` when the ``cluster`` extra (Dask) is
+not installed. The test asserts that nothing else was left out.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -47,6 +49,7 @@ def test_docs_commands_run_as_pasted(tmp_path):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HROOF_PROGRESS"] = "0"
     have_valgrind = shutil.which("valgrind") is not None
+    have_dask = importlib.util.find_spec("distributed") is not None
     ran, skipped, seen = [], [], set()
     for page, line in commands():
         if line in seen:
@@ -58,6 +61,13 @@ def test_docs_commands_run_as_pasted(tmp_path):
         if not have_valgrind and ("valgrind" in line or ".lackey" in line):
             skipped.append(line)
             continue
+        if (
+            page == "cluster.md"
+            or "--scheduler tcp://" in line
+            or ("--scheduler" in line and not have_dask)
+        ):
+            skipped.append(line)
+            continue
         t0 = time.perf_counter()
         p = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True,
                            text=True, timeout=600)  # fmt: skip
@@ -66,5 +76,7 @@ def test_docs_commands_run_as_pasted(tmp_path):
         print(f"{time.perf_counter() - t0:6.1f} s  {line}")
     assert len(ran) >= 40
     allowed = {"make demo", "make test"}
-    assert all(s in allowed or "valgrind" in s or ".lackey" in s for s in skipped), skipped
+    cluster = {line for page, line in commands() if page == "cluster.md"}
+    assert all(s in allowed or s in cluster or "valgrind" in s or ".lackey" in s
+               or "--scheduler" in s for s in skipped), skipped  # fmt: skip
     assert (work / "stencil192.json").is_file() and (work / "sweep" / "report.html").is_file()

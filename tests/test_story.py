@@ -140,6 +140,7 @@ def test_blocking_moves_the_3d_wall():
     blocked = {(w.level, w.condition): w for w in stencil_walls({"bj": 16}, h)}
     assert blocked["L1", "3D"].n > plain["L1", "3D"]
     assert "bj=16" in blocked["L1", "3D"].explanation
+    assert f"moved this wall from after n={plain['L1', '3D']}" in blocked["L1", "3D"].explanation
 
 
 def test_old_results_are_cold():

@@ -460,7 +460,9 @@ def stencil_walls(
                     req = {c.name: c.requirement for c in _conditions(kernel, h)}[name]
             text = WALL_TEXT[name]
             if name == "3D" and g["bj"]:
-                text += f" (blocked by bj={g['bj']}: block planes of bj + 1 rows)"
+                plain = _max_n(kernel, dict(g, bj=0, bk=0), name, budget)
+                text += (f" (blocked by bj={g['bj']}: block planes of bj + 1 rows; the "
+                         f"blocking moved this wall from after n={plain})")  # fmt: skip
             out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}"))
     return out
 
