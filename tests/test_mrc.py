@@ -288,3 +288,49 @@ def test_to_dict_schema():
     assert d["curve"][0] == {"lines": 0, "bytes": 0, "misses": c.lookups, "miss_ratio": 1.0}
     assert d["set_associative"]["sets"] == 8
     assert d["source"]["level"] == "L1"
+
+
+# ----------------------------------------------------------------- knees, layer conditions, AI
+def test_stencil_knees_sit_on_the_layer_conditions():
+    from hroof.roofline.mrc import layer_capacities, report
+
+    plan = plan_kernel("stencil7", n=20)
+    h = hierarchy({"name": "L1", "size": 4096, "ways": 8}, {"name": "L2", "size": 65536, "ways": 8})
+    sim = simulate(h, _fresh(plan), flops=plan.flops)
+    c = M.miss_ratio_curve(_fresh(plan), h, source=plan.source())
+    lc = layer_capacities("stencil7", plan.params, h)
+    rep = report(c, h, level=0, flops=plan.flops, simulated=sim, layer_conditions=lc)
+    knees = [k.bytes for k in rep.knees]
+    # The exact LRU rule: each layer condition is a knee (its 90 % point comes a little
+    # earlier on a small grid, where the halo planes shorten some reuses).
+    for need in lc.values():
+        assert min(abs(k - need) for k in knees) <= 0.1 * need, (knees, lc)
+    assert rep.levels[0].simulated_misses == sim.levels[0].misses
+    row = next(r for r in rep.ai_rows if r["capacity"] == 4096)
+    wb = sim.levels[0].writebacks
+    assert row["bytes_below"] == (c.misses(64) + wb) * 64
+    assert row["ai"] == plan.flops / row["bytes_below"]
+    d = rep.to_dict()
+    assert d["schema"] == "hroof.mrc/1" and d["below"] == "L2" and len(d["knees"]) == len(knees)
+
+
+def test_knee_of_a_cyclic_loop_and_no_knee_without_lookups():
+    from hroof.roofline.mrc import find_knees
+
+    lines = np.tile(np.arange(300), 5)
+    c = _curve(lines, np.zeros(lines.shape[0], np.uint8))
+    (k,) = find_knees(c)
+    assert (k.lines, k.before, k.after) == (300, 1.0, 0.2)
+    assert find_knees(_curve(np.zeros(0, np.int64), np.zeros(0, np.uint8))) == []
+
+
+def test_figure(tmp_path):
+    from hroof._base.files import save_figure
+    from hroof.plots.mrc import plot_mrc
+    from hroof.roofline.mrc import report
+
+    h = hierarchy({"name": "L1", "size": 1024, "ways": 2}, {"name": "L2", "size": 4096, "ways": 4})
+    for kw in ({}, {"rate": 0.5}):
+        c = M.miss_ratio_curve(_random_trace(2), h, **kw)
+        fig = plot_mrc(report(c, h, layer_conditions={"2D": 2048}))
+        assert save_figure(fig, tmp_path / "mrc.png").stat().st_size > 0
