@@ -11,11 +11,11 @@ from helpers import run_cli as run
 
 from hroof._base.errors import HroofError
 from hroof.machine.model import load_machine
+from hroof.plots.spmv_blocking import plot_blocking
 from hroof.studies.spmv_blocking import (
     blocking_doc,
     blocking_grid,
     parse_blocks,
-    plot_blocking,
     run_blocking,
 )
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
-from hroof.plots.report import load_sweep
+from hroof.studies.sweep import load_sweep
 from hroof.traces import Kernel, Param, plan_kernel, register_kernel
 from hroof.traces.kernels import unregister_kernel
 
@@ -70,7 +71,7 @@ def test_run_predict_against_a_machine(capsys):
 
 
 def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
-    from hroof.cachesim.config import bundled_machines
+    from hroof.machine.catalog import bundled_machines
 
     host = tmp_path / "host.toml"
     host.write_text(Path(bundled_machines()["skylake-sp"]).read_text())
@@ -96,7 +97,7 @@ def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
     [
         (["run", "triadd"], ["unknown kernel", "did you mean 'triad'"]),
         (["run", "triad", "m=4"], ["no parameter 'm'"]),
-        (["run", "triad", "n=x"], ["must be int"]),
+        (["run", "triad", "n=x"], ["must be a whole number"]),
         (["run", "stencil7", "n=4", "bk=9"], ["bk must be at most"]),
         (["run", "triad", "--min-time", "-1"], ["seconds"]),
         (["run", "triad", "--predict", "--machine", "generic"], ["bandwidth", "--predict"]),
@@ -216,8 +217,7 @@ def test_plot_measured(synthetic):
 
 
 def test_measured_field_round_trips(synthetic, tmp_path):
-    from hroof.plots.report import load_sweep
-    from hroof.studies.sweep import sweep_doc
+    from hroof.studies.sweep import load_sweep, sweep_doc
 
     machine, pts = synthetic
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))
@@ -249,8 +249,10 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     out = tmp_path / "report"
     with pytest.raises(KeyboardInterrupt):
         write_report(pts, machine, out, title="t")
-    assert sorted(p.name for p in out.iterdir()) == [Path(calls[0]).name[1:].replace(
-        ".partial", "")]  # fmt: skip
+    first = Path(calls[0]).name  # .NAME.PID.partial.EXT
+    assert first.startswith(".") and f".{os.getpid()}.partial." in first
+    assert sorted(p.name for p in out.iterdir()) == [first[1:].replace(
+        f".{os.getpid()}.partial", "")]  # fmt: skip
 
     def full_disk(tmp):
         tmp.write_text("half")

@@ -120,7 +120,7 @@ def _read_index(d: Path) -> _Cache:
     return _Cache(d.name, level, kind, size, ways, line, sets)
 
 
-def _read_cpuinfo(path: Path) -> tuple[str | None, tuple[str, ...], list[str]]:
+def read_cpuinfo(path: Path) -> tuple[str | None, tuple[str, ...], list[str]]:
     """Model name and the roofline flags of the first processor in ``path``."""
     text = _read(path)
     if text is None:
@@ -209,7 +209,7 @@ def read_host(sysfs: str | Path = SYSFS_CACHE, cpuinfo: str | Path = CPUINFO) ->
     if not levels:
         why = "; ".join(notes) or "no data or unified caches"
         raise ConfigError(f"cannot detect the host's caches from {sysfs}: {why}")
-    model, flags, cpu_notes = _read_cpuinfo(Path(cpuinfo))
+    model, flags, cpu_notes = read_cpuinfo(Path(cpuinfo))
     notes += cpu_notes
     flag_text = ", ".join(flags) if flags else "no " + "/".join(ROOFLINE_FLAGS)
     name = f"host: {model or 'unknown CPU'} [{flag_text}]"

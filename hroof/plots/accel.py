@@ -17,7 +17,7 @@ from hroof.accel.device import Device
 from hroof.accel.gemm import GemmAnalysis
 from hroof.accel.mwp import MwpResult, Timeline
 from hroof.accel.network import NetworkAnalysis
-from hroof.plots.roofline import COLOURS, _figure
+from hroof.plots.figure import COLOURS, figure
 
 CLASS_STYLE = {
     "compute": ("#009E73", "o", "compute-bound"),
@@ -86,7 +86,7 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
     ``MxNxK``."""
     if not analyses:
         raise ValueError("no GEMM shapes to plot")
-    fig = _figure(7.5, 5.0)
+    fig = figure(7.5, 5.0)
     ax = fig.add_subplot()
     xlim = _xlim([a.ai for a in analyses], dev)
     _roofs(ax, dev, xlim)
@@ -150,7 +150,7 @@ def network_figure(na: NetworkAnalysis, dev: Device):
     """A network's layers on the device's roofline: one dot per counted layer (colour by
     type, area by flops) at its AI and bound, and a star for the whole network."""
     layers = [lb for lb in na.layers if lb.bound != "skipped"]
-    fig = _figure(7.5, 5.0)
+    fig = figure(7.5, 5.0)
     ax = fig.add_subplot()
     xlim = _xlim([lb.cost.ai for lb in layers] + [na.ai], dev)
     _roofs(ax, dev, xlim)
@@ -197,7 +197,7 @@ def timeline_figure(t: Timeline, r: MwpResult | None = None):
     """The MWP/CWP replay as the article draws it: one row per warp, computation periods
     as white boxes, memory waiting periods as coloured ones, time in cycles."""
     n = len(t.compute)
-    fig = _figure(7.5, 0.6 + 0.32 * n)
+    fig = figure(7.5, 0.6 + 0.32 * n)
     ax = fig.add_subplot()
     for w in range(n):
         y = n - 1 - w

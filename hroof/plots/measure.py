@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from hroof._base.files import save_figure
 from hroof.cachesim.config import format_size
 from hroof.machine.measure.run import Measurement
-from hroof.plots.roofline import COLOURS, _figure
+from hroof.plots.figure import COLOURS, figure
 
 _KERNEL_COLOURS = {"read": COLOURS[0], "write": COLOURS[1], "copy": COLOURS[2], "triad": COLOURS[3]}
 
@@ -23,7 +23,7 @@ def plot_sweeps(m: Measurement, threads: int = 1, ax=None) -> Figure:
     vertical line.
     """
     if ax is None:
-        fig = _figure(9.0, 5.0)
+        fig = figure(9.0, 5.0)
         ax = fig.add_subplot()
     else:
         fig = ax.figure

@@ -663,9 +663,35 @@ __all__ = [
     "EnergyModel",
     "EnergyPart",
     "LevelCost",
+    "energy_doc",
     "energy_model",
+    "energy_sweep_doc",
     "level_bytes",
     "missing_energy",
     "precision_mismatch",
     "run_energy",
 ]
+
+
+def energy_doc(result, model, estimate) -> dict:
+    """The ``hroof.energy/1`` document of one run: the model, the result, the estimate."""
+    return {
+        "schema": "hroof.energy/1",
+        "model": model.to_dict(),
+        "result": result.to_dict(),
+        "energy": estimate.to_dict(),
+    }
+
+
+def energy_sweep_doc(points, model, estimates) -> dict:
+    """The ``hroof.energy-sweep/1`` document: each point's parameters, footprint, result
+    and energy estimate (``points`` are :class:`hroof.studies.sweep.SweepPoint` s)."""
+    return {
+        "schema": "hroof.energy-sweep/1",
+        "model": model.to_dict(),
+        "points": [
+            {"params": dict(p.params), "footprint": p.footprint,
+             "result": p.result.to_dict(), "energy": e.to_dict()}
+            for p, e in zip(points, estimates, strict=True)
+        ],
+    }  # fmt: skip

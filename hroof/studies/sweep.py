@@ -12,7 +12,6 @@ Value lists (:func:`parse_values`): ``16,24,32``; ``16..512:x2`` (doubling);
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -22,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hroof
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
+from hroof.machine.model import Machine
+from hroof.roofline.layers import STENCILS, stencil_layer_conditions
+from hroof.studies.cache import ResultCache, cache_key
 from hroof.traces import get_kernel
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
@@ -129,26 +130,6 @@ class SweepPoint:
         return d
 
 
-def cache_dir() -> Path:
-    """Where sweep results are kept: ``$HROOF_CACHE_DIR``, else ``$XDG_CACHE_HOME/hroof``
-    (default ``~/.cache/hroof``), subfolder ``results``."""
-    if os.environ.get("HROOF_CACHE_DIR"):
-        return Path(os.environ["HROOF_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hroof" / "results"
-
-
-def cache_key(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict) -> str:
-    """A hash of everything a result depends on (not the machine's name or bandwidths)."""
-    geometry = [[lv.name, lv.size, lv.ways, lv.line, lv.write_allocate] for lv in hierarchy.levels]
-    blob = json.dumps(
-        {"kernel": kernel, "params": params, "levels": geometry, "memory": hierarchy.memory_name,
-         "options": options, "version": hroof.__version__},
-        sort_keys=True,
-    )  # fmt: skip
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
 def _simulate_point(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict):
     """Worker: one point, returned as a plain dict (cheap to send between processes)."""
     from hroof.studies.runs import simulate_kernel
@@ -176,31 +157,26 @@ def run_sweep(
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
     options = {"classify": classify, "flush": flush}
-    store = cache_dir() if use_cache else None
+    store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)
     todo = []
     for i, plan in enumerate(plans):
         key = cache_key(kernel, plan.params, hierarchy, options)
-        path = store / f"{key}.json" if store else None
-        if path is not None and path.is_file():
-            try:
-                results[i] = SimResult.from_dict(json.loads(path.read_text()))
-                cached[i] = True
-                if progress:
-                    progress(1)
-                continue
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # an unreadable cache entry is simulated again
-        todo.append((i, plan, path))
+        hit = store.get(key, hierarchy.name)
+        if hit is not None:
+            results[i], cached[i] = hit, True
+            if progress:
+                progress(1)
+            continue
+        todo.append((i, plan, key))
     if workers is None:
         workers = os.cpu_count() or 1
     workers = max(1, min(workers, len(todo)))
 
-    def done(i, path, d):
+    def done(i, key, d):
         results[i] = SimResult.from_dict(d)
-        if path is not None:
-            _write_cache(path, d)
+        store.put(key, d)
         if progress:
             progress(1)
 
@@ -257,17 +233,6 @@ def measure_points(
         if progress:
             progress(1)
     return out
-
-
-def _write_cache(path: Path, d: dict) -> None:
-    """Write a cache entry atomically; a cache that cannot be written is only a lost speed-up."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(d))
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def varying(points: list[SweepPoint]) -> list[str]:
@@ -339,3 +304,50 @@ def find_walls(points: list[SweepPoint], param: str, *, jump: float = 1.25) -> l
                 )  # fmt: skip
         prev = cur
     return walls
+
+
+def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
+    """Read ``results.json`` of ``hroof sweep --out`` (or its directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise HroofError(f"no sweep results at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != "hroof.sweep/1":
+            raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
+                             p.get("cached", False), p.get("measured"))
+                  for p in doc["points"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, HroofError):
+            raise
+        raise HroofError(f"{path} is not a readable sweep result: {exc}") from None
+    if not points:
+        raise HroofError(f"{path} holds no points")
+    return points, doc.get("machine", "")
+
+
+def predicted_walls(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> dict:
+    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
+    (the wall the model predicts); empty for anything else."""
+    kernel = points[0].result.source.get("kernel")
+    if param != "n" or kernel not in STENCILS:
+        return {}
+    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
+    conds = stencil_layer_conditions(
+        {**fixed, "n": points[0].params["n"]},
+        getattr(machine, "hierarchy", machine),
+        kernel=kernel,
+        safety=1.0,
+    )
+    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
+    out = {}
+    for c in conds:
+        n3 = c.max_n.get("3D")
+        if n3 and lo <= n3 <= hi:
+            out[c.level] = n3
+    return out
