@@ -11,6 +11,7 @@ from naive_mrc import naive_fa, naive_fa_misses, naive_sa_misses
 from numpy.testing import assert_array_equal
 
 from hroof._base.errors import HroofError
+from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim import hierarchy, resolve_machine, simulate
 from hroof.cachesim import mrc as M
 from hroof.traces import plan_kernel
@@ -40,7 +41,7 @@ def test_worked_example_of_the_module_notes():
     # C, B, A (stack A B C), then D (a miss everywhere), invalidate A, then C at distance 3.
     a, b, c_, d = 0, 1, 2, 3
     lines = np.array([c_, b, a, d, a, c_])
-    ops = np.array([0, 0, 0, 0, M.OP_INVAL, 0], dtype=np.uint8)
+    ops = np.array([0, 0, 0, 0, MK.OP_INVAL, 0], dtype=np.uint8)
     c = _curve(lines, ops)
     # C misses in caches of up to 3 lines (the 2-line one holds D and a free slot).
     assert [c.misses(k) for k in range(6)] == [5, 5, 5, 5, 4, 4]
@@ -49,7 +50,7 @@ def test_worked_example_of_the_module_notes():
 
 def test_reload_after_invalidation_is_not_compulsory():
     lines = np.array([5, 5, 5, 5])
-    ops = np.array([0, M.OP_INVAL, 0, 0], dtype=np.uint8)
+    ops = np.array([0, MK.OP_INVAL, 0, 0], dtype=np.uint8)
     c = _curve(lines, ops)
     assert (c.lookups, c.compulsory, c.reloads) == (3, 1, 1)
     assert [c.misses(k) for k in range(3)] == [3, 2, 2]
@@ -57,7 +58,7 @@ def test_reload_after_invalidation_is_not_compulsory():
 
 def test_writes_allocate_but_do_not_count():
     lines = np.array([1, 1, 2, 1])
-    ops = np.array([M.OP_WRITE, 0, 0, 0], dtype=np.uint8)
+    ops = np.array([MK.OP_WRITE, 0, 0, 0], dtype=np.uint8)
     c = _curve(lines, ops)
     assert (c.lookups, c.writes, c.compulsory) == (3, 1, 1)
     assert [c.misses(k) for k in range(3)] == [3, 2, 1]
@@ -125,7 +126,7 @@ def test_curve_properties(events):
     assert (np.diff(m) <= 0).all(), "misses never increase with capacity"
     assert c.misses(0) == c.lookups
     assert c.misses(10**9) == c.compulsory + c.reloads
-    if not (ops >= M.OP_INVAL).any() and not (ops == M.OP_WRITE).any():
+    if not (ops >= MK.OP_INVAL).any() and not (ops == MK.OP_WRITE).any():
         assert c.misses(10**9) == len(set(lines.tolist()))
     assert (np.diff(c.sa_misses) <= 0).all()
     assert_array_equal(c.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
@@ -253,8 +254,8 @@ def test_fixed_size_keeps_its_bound():
     lines = rng.integers(0, 10**6, 50_000)
     sd = M.StackDistances(64, sample_size=500)
     sd.feed(lines, np.zeros(lines.shape[0], np.uint8))
-    assert sd.fa.meta[M.M_SAMPLED] <= 500
-    assert sd.fa.meta[M.M_LIVE] <= 500
+    assert sd.fa.meta[MK.M_SAMPLED] <= 500
+    assert sd.fa.meta[MK.M_LIVE] <= 500
 
 
 # ----------------------------------------------------------------- input checks

@@ -8,7 +8,7 @@ every capacity at once: ``misses(C) = cold + #{distance >= C}``.
 
 Architecture
 ------------
-The fully-associative pass (:func:`_fa_pass`) keeps
+The fully-associative pass (:func:`MK.fa_pass`) keeps
 
 * ``keys``/``vals``: an open-addressing hash table, line -> time of its last
   access (``-1``: not in the stack, i.e. never allocated or invalidated);
@@ -39,7 +39,7 @@ Times grow without bound, so when the tree is full the live times are
 renumbered ``0..live-1`` (:meth:`StackDistances._compact`): memory stays
 O(distinct lines) for any stream length, as the simulator's does.
 
-The set-associative pass (:func:`_sa_pass`) keeps, per set, the top
+The set-associative pass (:func:`MK.sa_pass`) keeps, per set, the top
 ``max_ways`` entries of the set's own LRU stack (with holes), which gives the
 misses of every associativity up to ``max_ways`` exactly at that number of
 sets: O(max_ways) per reference.
@@ -69,387 +69,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from hroof._base.errors import HroofError
-from hroof._base.jit import INLINE, JIT
-from hroof.cachesim import _kernels as K
+from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim._mrc_kernels import (
+    M_COLD,
+    M_DROPPED,
+    M_HBITS,
+    M_LIVE,
+    M_LOOKUPS,
+    M_NHOLES,
+    M_NKEYS,
+    M_NOW,
+    M_RELOAD,
+    M_THRESH,
+    M_WRITES,
+    NMETA,
+    SAMPLE_P,
+    SUBSAMPLES,
+)
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
 SCHEMA = "hroof.mrc/1"
-
-#: Operations of the passes: a counted lookup that allocates, a write that
-#: allocates uncounted (an arriving writeback), an invalidation (NT store), and
-#: an invalidation that also marks the line seen (an NT store carrying a dirty copy).
-OP_LOOKUP = 0
-OP_WRITE = 1
-OP_INVAL = 2
-OP_INVAL_SEEN = 3
-
-#: Simulator event kind (trace kinds 0-2 at L1, ``EV_*`` below) -> operation.
-_OPS = np.full(16, OP_LOOKUP, dtype=np.uint8)
-_OPS[K.EV_LOAD] = OP_LOOKUP
-_OPS[K.EV_STORE] = OP_LOOKUP
-_OPS[K.EV_RFO] = OP_LOOKUP
-_OPS[K.EV_WB] = OP_WRITE
-_OPS[K.EV_NT] = OP_INVAL
-_OPS[K.EV_NTC] = OP_INVAL_SEEN
-
-#: Hash space of SHARDS sampling: a line is sampled when ``hash(line) < T``, ``T <= P``.
-SAMPLE_BITS = 24
-SAMPLE_P = 1 << SAMPLE_BITS
-#: Disjoint sub-samples whose spread estimates the sampling error.
-SUBSAMPLES = 4
-
-# meta slots of the fully-associative state
-M_NOW = 0  # next access time
-M_LIVE = 1  # entries in the stack (lines and holes)
-M_NKEYS = 2  # keys in the hash table
-M_NHOLES = 3
-M_LOOKUPS = 4
-M_COLD = 5  # lookups of lines never seen before
-M_RELOAD = 6  # lookups of seen lines not in the stack (invalidated earlier)
-M_WRITES = 7
-M_INVALS = 8  # invalidations that removed a line
-M_THRESH = 9  # sampling threshold (fixed-size variant lowers it)
-M_HBITS = 10  # log2 of the hash table size
-M_DROPPED = 11  # lines dropped by the fixed-size variant
-M_SAMPLED = 12  # distinct sampled lines held (fixed-size variant)
-NMETA = 13
-
-
-# ------------------------------------------------------------------ kernels
-@njit(**INLINE)
-def _mix(x):
-    """splitmix64's finaliser (as int64 arithmetic): a well-mixed 64-bit hash."""
-    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(**JIT)
-def sample_hash(lines, out_hash, out_sub):
-    """The SHARDS hash of each line (``[0, 2**24)``) and its sub-sample (``0..3``)."""
-    for i in range(lines.shape[0]):
-        z = _mix(lines[i])
-        out_hash[i] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
-        out_sub[i] = np.int64(z & np.uint64(SUBSAMPLES - 1))
-
-
-@njit(**INLINE)
-def _slot(table, line, hbits):
-    """The slot holding ``line`` in ``table`` (pairs key, value), or the empty slot where
-    it would go (linear probing; ``table[2 s]`` is the key, ``table[2 s + 1]`` the value)."""
-    mask = (table.shape[0] >> 1) - 1
-    s = np.int64((np.uint64(line) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - hbits))
-    while True:
-        k = table[2 * s]
-        if k == line or k < 0:
-            return s
-        s = (s + 1) & mask
-
-
-@njit(**INLINE)
-def _popcount(x):
-    """Set bits of a uint64 (SWAR)."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(**INLINE)
-def _mark(words, btree, t, v):
-    """Set (``v = 1``) or clear (``v = -1``) the entry at time ``t``."""
-    b = t >> 6
-    words[b] ^= np.uint64(1) << np.uint64(t & 63)
-    i = b + 1
-    n = btree.shape[0]
-    while i < n:
-        btree[i] += v
-        i += i & (-i)
-
-
-@njit(**INLINE)
-def _after(words, btree, t, now):
-    """Entries at times ``t+1 .. now-1``: bits of the two end words, and the Fenwick range
-    of the blocks between (walking both prefix chains only down to where they meet, so
-    short distances cost few steps)."""
-    bt = t >> 6
-    bn = now >> 6
-    if bt == bn:
-        w = words[bt] >> np.uint64(t & 63) >> np.uint64(1)
-        return _popcount(w & ((np.uint64(1) << np.uint64(now - t - 1)) - np.uint64(1)))
-    s = _popcount(words[bt] >> np.uint64(t & 63) >> np.uint64(1))
-    s += _popcount(words[bn] & ((np.uint64(1) << np.uint64(now & 63)) - np.uint64(1)))
-    i = bn
-    j = bt + 1
-    while i != j:
-        if i > j:
-            s += btree[i]
-            i -= i & (-i)
-        else:
-            s -= btree[j]
-            j -= j & (-j)
-    return s
-
-
-@njit(**INLINE)
-def _heap_push(heap, n, v):
-    i = n
-    heap[i] = v
-    while i > 0:
-        parent = (i - 1) >> 1
-        if heap[parent] >= v:
-            break
-        heap[i] = heap[parent]
-        heap[parent] = v
-        i = parent
-    return n + 1
-
-
-@njit(**INLINE)
-def _heap_pop(heap, n):
-    """Remove the largest; return the new size (the largest was ``heap[0]``)."""
-    n -= 1
-    v = heap[n]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and heap[c + 1] > heap[c]:
-            c += 1
-        if heap[c] <= v:
-            break
-        heap[i] = heap[c]
-        i = c
-    if n > 0:
-        heap[i] = v
-    return n
-
-
-@njit(**INLINE)
-def _pairs_sift_down(ph, pl, n):
-    j = 0
-    while True:
-        c = 2 * j + 1
-        if c >= n:
-            break
-        if c + 1 < n and ph[c + 1] > ph[c]:
-            c += 1
-        if ph[c] <= ph[j]:
-            break
-        ph[c], ph[j] = ph[j], ph[c]
-        pl[c], pl[j] = pl[j], pl[c]
-        j = c
-
-
-@njit(**JIT)
-def _fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, fmeta, meta,
-             pairs_h, pairs_l):  # fmt: skip
-    """Run ``lines``/``ops`` through the fully-associative stack; histogram lookups by distance.
-
-    ``hist[int(d * scale)]`` counts the lookups at stack distance ``d``
-    (``scale`` is 1 exactly, ``1/R`` when sampling). With ``pairs_h`` of
-    positive length (the fixed-size SHARDS variant), events whose hash is not
-    below ``meta[M_THRESH]`` are skipped, the threshold is lowered whenever
-    more than ``len(pairs_h) - 1`` distinct lines would be held, and lookups
-    go to ``fhist``/``fmeta`` weighted by the inverse of the rate at their
-    time (the paper's rescaling of the histogram, done as weights). Returns
-    the index reached: the whole batch unless ``fhist`` must grow (the scale
-    rose). The driver sizes every other array for the whole batch beforehand.
-    """
-    hbits = meta[M_HBITS]
-    now = meta[M_NOW]
-    live = meta[M_LIVE]
-    nkeys = meta[M_NKEYS]
-    nholes = meta[M_NHOLES]
-    lookups = meta[M_LOOKUPS]
-    cold = meta[M_COLD]
-    reload = meta[M_RELOAD]
-    writes = meta[M_WRITES]
-    invals = meta[M_INVALS]
-    thresh = meta[M_THRESH]
-    fixed = pairs_h.shape[0] > 0
-    nsampled = meta[M_SAMPLED]
-    n = lines.shape[0]
-    stop = n
-    for i in range(n):
-        line = lines[i]
-        op = ops[i]
-        if fixed:
-            if hashes[i] >= thresh:
-                continue
-            scale = SAMPLE_P / thresh
-            if (live + 1) * scale + 1 >= fhist.shape[0]:
-                stop = i
-                break
-        s = _slot(table, line, hbits)
-        fresh = False
-        if table[2 * s] != line:
-            if op == OP_INVAL:
-                continue
-            table[2 * s] = line
-            table[2 * s + 1] = -1
-            nkeys += 1
-            fresh = True
-            if fixed:
-                # A max-heap of (hash, line) of the lines held.
-                j = nsampled
-                pairs_h[j] = hashes[i]
-                pairs_l[j] = line
-                while j > 0:
-                    p = (j - 1) >> 1
-                    if pairs_h[p] >= pairs_h[j]:
-                        break
-                    pairs_h[p], pairs_h[j] = pairs_h[j], pairs_h[p]
-                    pairs_l[p], pairs_l[j] = pairs_l[j], pairs_l[p]
-                    j = p
-                nsampled += 1
-        t = table[2 * s + 1]
-        if op >= OP_INVAL:
-            if t >= 0:
-                nholes = _heap_push(heap, nholes, t)
-                table[2 * s + 1] = -1
-                invals += 1
-        else:
-            if op == OP_LOOKUP:
-                if fixed:
-                    fmeta[0] += scale
-                    if t < 0:
-                        fmeta[1 if fresh else 2] += scale
-                lookups += 1
-                if t < 0:
-                    if fresh:
-                        cold += 1
-                    else:
-                        reload += 1
-            else:
-                writes += 1
-            if t < 0 or t != now - 1:
-                if t >= 0 and op == OP_LOOKUP:
-                    d = _after(words, btree, t, now)
-                    if fixed:
-                        fhist[np.int64(d * scale)] += scale
-                    else:
-                        hist[np.int64(d * scale)] += 1
-                if nholes > 0 and (t < 0 or heap[0] > t):
-                    h = heap[0]
-                    nholes = _heap_pop(heap, nholes)
-                    _mark(words, btree, h, -1)
-                    if t >= 0:
-                        nholes = _heap_push(heap, nholes, t)
-                elif t >= 0:
-                    _mark(words, btree, t, -1)
-                else:
-                    live += 1
-                _mark(words, btree, now, 1)
-                table[2 * s + 1] = now
-                now += 1
-            elif op == OP_LOOKUP:
-                if fixed:
-                    fhist[0] += scale
-                else:
-                    hist[0] += 1
-        if fixed and nsampled >= pairs_h.shape[0]:
-            # Lower the threshold to the largest hash held and drop every line at it.
-            thresh = pairs_h[0]
-            while nsampled > 0 and pairs_h[0] >= thresh:
-                victim = pairs_l[0]
-                nsampled -= 1
-                pairs_h[0] = pairs_h[nsampled]
-                pairs_l[0] = pairs_l[nsampled]
-                _pairs_sift_down(pairs_h, pairs_l, nsampled)
-                vs = _slot(table, victim, hbits)
-                tv = table[2 * vs + 1]
-                if tv >= 0:
-                    _mark(words, btree, tv, -1)
-                    live -= 1
-                    table[2 * vs + 1] = -1
-                meta[M_DROPPED] += 1
-    meta[M_NOW] = now
-    meta[M_LIVE] = live
-    meta[M_NKEYS] = nkeys
-    meta[M_NHOLES] = nholes
-    meta[M_LOOKUPS] = lookups
-    meta[M_COLD] = cold
-    meta[M_RELOAD] = reload
-    meta[M_WRITES] = writes
-    meta[M_INVALS] = invals
-    meta[M_THRESH] = thresh
-    meta[M_SAMPLED] = nsampled
-    return stop
-
-
-@njit(**JIT)
-def _sa_pass(lines, ops, nsets, stk, hist):
-    """Per-set LRU stacks (top ``W`` entries, ``-1`` a hole or empty slot).
-
-    ``hist[d]`` counts the lookups at per-set stack distance ``d < W``;
-    ``hist[W]`` those at ``W`` or beyond, or cold: they miss at every
-    associativity up to ``W``.
-    """
-    w = stk.shape[0] // nsets
-    for i in range(lines.shape[0]):
-        line = lines[i]
-        op = ops[i]
-        base = (line % nsets) * w
-        p = w
-        h = w
-        for j in range(w):
-            e = stk[base + j]
-            if e == line:
-                p = j
-                break
-            if e < 0 and h == w:
-                h = j
-        if op >= OP_INVAL:
-            if p < w:
-                stk[base + p] = -1
-            continue
-        if op == OP_LOOKUP:
-            hist[p] += 1
-        if h < p:
-            for j in range(h, 0, -1):
-                stk[base + j] = stk[base + j - 1]
-            if p < w:
-                stk[base + p] = -1
-        else:
-            top = p if p < w else w - 1
-            for j in range(top, 0, -1):
-                stk[base + j] = stk[base + j - 1]
-        stk[base] = line
-
-
-@njit(**JIT)
-def _filter(lines, ops, hashes, subs, thresh, want_sub, out_lines, out_ops, out_hash):
-    """Keep the events with ``hash < thresh`` (and ``sub == want_sub`` unless it is -1)."""
-    k = 0
-    for i in range(lines.shape[0]):
-        if hashes[i] < thresh and (want_sub < 0 or subs[i] == want_sub):
-            out_lines[k] = lines[i]
-            out_ops[k] = ops[i]
-            out_hash[k] = hashes[i]
-            k += 1
-    return k
-
-
-@njit(**JIT)
-def _count_lookups(ops):
-    n = 0
-    for i in range(ops.shape[0]):
-        n += ops[i] == OP_LOOKUP
-    return n
-
-
-@njit(**JIT)
-def _rehash(keys, vals, table, hbits):
-    for i in range(keys.shape[0]):
-        s = _slot(table, keys[i], hbits)
-        table[2 * s] = keys[i]
-        table[2 * s + 1] = vals[i]
 
 
 # ------------------------------------------------------------------ state
@@ -508,7 +149,7 @@ class _FAState:
         used = keys >= 0
         self.table = np.full(2 * new, -1, dtype=np.int64)
         self.meta[M_HBITS] = new.bit_length() - 1
-        _rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
+        MK.rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
 
     def _compact(self, need: int) -> None:
         """Renumber the live times 0..live-1 (order kept) and size the tree for ``need`` more."""
@@ -529,11 +170,11 @@ class _FAState:
             used = keys >= 0
             hashes = np.empty(int(used.sum()), dtype=np.int64)
             subs = np.empty_like(hashes)
-            sample_hash(keys[used], hashes, subs)
+            MK.sample_hash(keys[used], hashes, subs)
             keep = hashes < meta[M_THRESH]
             k, v = keys[used][keep], vals[used][keep]
             self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
-            _rehash(k, v, self.table, int(meta[M_HBITS]))
+            MK.rehash(k, v, self.table, int(meta[M_HBITS]))
             meta[M_NKEYS] = int(keep.sum())
         meta[M_NOW] = live
         cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
@@ -563,7 +204,7 @@ class _FAState:
                 grown = np.zeros(_pow2_at_least(need), dtype=old.dtype)
                 grown[: old.shape[0]] = old
                 setattr(self, name, grown)
-            done = _fa_pass(
+            done = MK.fa_pass(
                 lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
                 self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
             )  # fmt: skip
@@ -774,20 +415,20 @@ class StackDistances:
         lines = np.ascontiguousarray(lines, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.uint8)
         if self.sa_stk is not None:
-            _sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
+            MK.sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
         if self.rate is None:
             self.fa.feed(lines, ops, lines)
             return
-        self.lookups += int(_count_lookups(ops))
+        self.lookups += int(MK.count_lookups(ops))
         n = lines.shape[0]
         hashes = np.empty(n, dtype=np.int64)
         subs = np.empty(n, dtype=np.int64)
-        sample_hash(lines, hashes, subs)
+        MK.sample_hash(lines, hashes, subs)
         out_l = np.empty(n, dtype=np.int64)
         out_o = np.empty(n, dtype=np.uint8)
         out_h = np.empty(n, dtype=np.int64)
         for state, want in ((self.fa, -1), *((s, j) for j, s in enumerate(self.subs))):
-            k = _filter(
+            k = MK.filter_sample(
                 lines, ops, hashes, subs, int(state.meta[M_THRESH]), want, out_l, out_o, out_h
             )
             if k:
@@ -894,7 +535,7 @@ def _tap_class():
         def _pass(self, lvl, src, shift, size, kind, out):
             if lvl == self._target:
                 lines = src >> shift if shift else src
-                self._sink(lines, _OPS[kind])
+                self._sink(lines, MK.OPS[kind])
                 return 0
             return super()._pass(lvl, src, shift, size, kind, out)
 

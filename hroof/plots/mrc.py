@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hroof.plots.roofline import _colour, _figure
+from hroof.plots.figure import colour as _colour
+from hroof.plots.figure import figure as _figure
 from hroof.roofline.mrc import MrcReport
 
 _LABEL_BOX = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none",
