@@ -335,3 +335,51 @@ def test_figure(tmp_path):
         c = M.miss_ratio_curve(_random_trace(2), h, **kw)
         fig = plot_mrc(report(c, h, layer_conditions={"2D": 2048}))
         assert save_figure(fig, tmp_path / "mrc.png").stat().st_size > 0
+
+
+# ----------------------------------------------------------------- command line
+def test_cli_prints_knees_next_to_layer_conditions(capsys, tmp_path):
+    from helpers import run_cli
+
+    fig, table = tmp_path / "mrc.png", tmp_path / "mrc.csv"
+    argv = ["mrc", "stencil7", "n=24", "--machine", "skylake-sp", "--out", fig, "--csv", table]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "Knees" in out and "2D:" in out and "3D:" in out
+    assert "L1" in out and "simulated" in out and "AI of L2" in out
+    assert fig.stat().st_size > 0
+    rows = table.read_text().splitlines()
+    assert rows[0] == "capacity_lines,capacity_bytes,misses,miss_ratio" and len(rows) > 10
+
+
+def test_cli_json_level_and_sample(capsys):
+    import json
+
+    from helpers import run_cli
+
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=16", "--level", "l2", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["schema"] == "hroof.mrc/1" and d["level"] == "L2"
+    lv = next(m for m in d["levels"] if m["name"] == "L2")
+    assert lv["simulated_misses"] is not None
+    code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5", "--json")
+    d = json.loads(out)
+    assert d["sample"]["mode"] == "rate" and 0.49 < d["sample"]["rate"] <= 0.5001
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["mrc"], ["KERNEL"]),
+        (["mrc", "stencil7", "--level", "L9"], ["L9"]),
+        (["mrc", "stencil7", "--sample", "0"], ["sampling rate"]),
+        (["mrc", "stencil7", "--sample", "0.1", "--sample-size", "100"], ["not both"]),
+        (["mrc", "stencil7", "--out", "x.txt"], [".png"]),
+        (["mrc", "stencil7", "--flops", "10"], ["--trace"]),
+        (["mrc", "stencil7", "--sample-size", "3"], ["sample size"]),
+    ],
+)
+def test_cli_bad_input(capsys, argv, words):
+    from helpers import assert_cli_bad
+
+    assert_cli_bad(capsys, argv, *words)
