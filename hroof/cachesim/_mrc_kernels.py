@@ -188,15 +188,16 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
              pairs_h, pairs_l):  # fmt: skip
     """Run ``lines``/``ops`` through the fully-associative stack; histogram lookups by distance.
 
-    ``hist[int(d * scale)]`` counts the lookups at stack distance ``d``
-    (``scale`` is 1 exactly, ``1/R`` when sampling). With ``pairs_h`` of
+    ``hist[d]`` counts the lookups at (sampled) stack distance ``d``; the
+    driver scales it by ``1/R`` when sampling. With ``pairs_h`` of
     positive length (the fixed-size SHARDS variant), events whose hash is not
     below ``meta[M_THRESH]`` are skipped, the threshold is lowered whenever
     more than ``len(pairs_h) - 1`` distinct lines would be held, and lookups
     go to ``fhist``/``fmeta`` weighted by the inverse of the rate at their
     time (the paper's rescaling of the histogram, done as weights). Returns
-    the index reached: the whole batch unless ``fhist`` must grow (the scale
-    rose). The driver sizes every other array for the whole batch beforehand.
+    the index reached: the whole batch unless the histogram must grow (the
+    driver grows it and calls again). The driver sizes every other array for
+    the whole batch beforehand.
     """
     hbits = meta[M_HBITS]
     now = meta[M_NOW]
@@ -210,6 +211,7 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
     invals = meta[M_INVALS]
     thresh = meta[M_THRESH]
     fixed = pairs_h.shape[0] > 0
+    hlen = fhist.shape[0] if fixed else hist.shape[0]
     nsampled = meta[M_SAMPLED]
     n = lines.shape[0]
     stop = n
@@ -220,9 +222,9 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
             if hashes[i] >= thresh:
                 continue
             scale = SAMPLE_P / thresh
-            if (live + 1) * scale + 1 >= fhist.shape[0]:
-                stop = i
-                break
+        if (live + 1) * (scale if fixed else 1.0) + 1 >= hlen:
+            stop = i  # the histogram must grow first
+            break
         s = _slot(table, line, hbits)
         fresh = False
         if table[2 * s] != line:
@@ -271,7 +273,7 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
                     if fixed:
                         fhist[np.int64(d * scale)] += scale
                     else:
-                        hist[np.int64(d * scale)] += 1
+                        hist[d] += 1
                 if nholes > 0 and (t < 0 or heap[0] > t):
                     h = heap[0]
                     nholes = _heap_pop(heap, nholes)
@@ -361,6 +363,32 @@ def sa_pass(lines, ops, nsets, stk, hist):
 
 
 @njit(**JIT)
+def prefilter(src, shift, kinds, opmap, thresh, out_lines, out_ops, out_hash, out_sub):
+    """Hash every event's line (``src >> shift``); keep those with ``hash < thresh``, with
+    their operation (``opmap[kind]``), hash and sub-sample. Returns ``(kept, lookups)``."""
+    k = 0
+    lookups = 0
+    prev = -1
+    z = np.uint64(0)
+    h = np.int64(0)
+    for i in range(src.shape[0]):
+        op = opmap[kinds[i]]
+        lookups += op == OP_LOOKUP
+        line = src[i] >> shift
+        if line != prev:  # runs of references to one line hash once
+            prev = line
+            z = _mix(line)
+            h = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+        if h < thresh:
+            out_lines[k] = line
+            out_ops[k] = op
+            out_hash[k] = h
+            out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+            k += 1
+    return k, lookups
+
+
+@njit(**JIT)
 def filter_sample(lines, ops, hashes, subs, thresh, want_sub, out_lines, out_ops, out_hash):
     """Keep the events with ``hash < thresh`` (and ``sub == want_sub`` unless it is -1)."""
     k = 0
@@ -371,14 +399,6 @@ def filter_sample(lines, ops, hashes, subs, thresh, want_sub, out_lines, out_ops
             out_hash[k] = hashes[i]
             k += 1
     return k
-
-
-@njit(**JIT)
-def count_lookups(ops):
-    n = 0
-    for i in range(ops.shape[0]):
-        n += ops[i] == OP_LOOKUP
-    return n
 
 
 @njit(**JIT)

@@ -196,8 +196,8 @@ class _FAState:
                 heap = np.zeros(_pow2_at_least(int(meta[M_NHOLES]) + n), dtype=np.int64)
                 heap[: self.heap.shape[0]] = self.heap
                 self.heap = heap
-            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else self.scale
-            need = int((meta[M_LIVE] + n) * scale) + 2
+            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else 1.0
+            need = 2 * int((meta[M_LIVE] + 1) * scale) + 2  # the pass stops when it is short
             name = "fhist" if self.size_cap else "hist"
             old = getattr(self, name)
             if old.shape[0] < need:
@@ -343,6 +343,9 @@ def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray
 
 
 # ------------------------------------------------------------------ driver
+_IDENTITY = np.arange(256, dtype=np.uint8)
+
+
 class StackDistances:
     """Accumulate a miss-ratio curve from a stream of line events, batch by batch.
 
@@ -403,6 +406,7 @@ class StackDistances:
             self.subs = [
                 _FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
             ]
+        self._buf = None
         self.sa_stk = self.sa_hist = None
         if sets is not None:
             if sets * max_ways > 1 << 31:
@@ -414,48 +418,70 @@ class StackDistances:
         """Add a batch: ``lines`` (int64 line addresses, >= 0) and ``ops`` (``OP_*``)."""
         lines = np.ascontiguousarray(lines, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.uint8)
-        if self.sa_stk is not None:
-            MK.sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
-        if self.rate is None:
-            self.fa.feed(lines, ops, lines)
-            return
-        self.lookups += int(MK.count_lookups(ops))
-        n = lines.shape[0]
-        hashes = np.empty(n, dtype=np.int64)
-        subs = np.empty(n, dtype=np.int64)
-        MK.sample_hash(lines, hashes, subs)
-        out_l = np.empty(n, dtype=np.int64)
-        out_o = np.empty(n, dtype=np.uint8)
-        out_h = np.empty(n, dtype=np.int64)
-        for state, want in ((self.fa, -1), *((s, j) for j, s in enumerate(self.subs))):
-            k = MK.filter_sample(
-                lines, ops, hashes, subs, int(state.meta[M_THRESH]), want, out_l, out_o, out_h
-            )
-            if k:
-                state.feed(out_l[:k], out_o[:k], out_h[:k])
+        self.feed_events(lines, 0, ops, _IDENTITY)
 
-    def _estimate(self, state: _FAState, fraction: float):
+    def feed_events(self, src, shift: int, kinds, opmap) -> None:
+        """Add a batch of events: lines ``src >> shift``, operations ``opmap[kinds]``."""
+        if self.rate is None or self.sa_stk is not None:
+            lines = src >> shift if shift else src
+            ops = opmap[kinds]
+            if self.sa_stk is not None:
+                MK.sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
+            if self.rate is None:
+                self.fa.feed(lines, ops, lines)
+                return
+        n = src.shape[0]
+        states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
+        thresh = max(int(s.meta[M_THRESH]) for s, _ in states)
+        if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
+            self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
+                         np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
+        sl, so, sh, ss = self._buf
+        k, nlookups = MK.prefilter(src, shift, kinds, opmap, thresh, sl, so, sh, ss)
+        self.lookups += int(nlookups)
+        sl, so, sh, ss = sl[:k], so[:k], sh[:k], ss[:k]
+        out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
+        for state, want in states:
+            t = int(state.meta[M_THRESH])
+            if want < 0 and t == thresh:
+                state.feed(sl, so, sh)
+                continue
+            m = MK.filter_sample(sl, so, sh, ss, t, want, out_l, out_o, out_h)
+            if m:
+                state.feed(out_l[:m], out_o[:m], out_h[:m])
+
+    def _estimate(self, state: _FAState, fraction: float, caps=None):
         """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
 
-        The sampled lookups (weighted by the inverse rate of their time in the
-        fixed-size variant) are corrected to their expected number, ``N R``
-        (``N``), by adding the difference to the first bucket (Waldspurger et
-        al. 2015, section 3.3): a sample that happens to hold a hot line would
-        otherwise count all of its references as a sample of the whole.
+        ``tail[c]`` is the estimated misses at ``c`` lines (dense up to the
+        largest scaled distance, then ``tail[-1]`` beyond), or at ``caps`` only
+        when given. The sampled lookups (weighted by the inverse rate of their
+        time in the fixed-size variant) are corrected to their expected number,
+        ``N R`` (``N``), by adding the difference to the first bucket
+        (Waldspurger et al. 2015, section 3.3): a sample that happens to hold a
+        hot line would otherwise count all of its references as a sample of the
+        whole.
         """
         hist, lk, cold, rel = state.counts()
-        hist = hist.astype(np.float64)
+        used = int(np.max(np.flatnonzero(hist), initial=0)) + 1
+        hist = hist[:used].astype(np.float64)
         if state.size_cap:
             expected = self.lookups * fraction
+            scale = 1.0  # binned at their scaled distances already
         else:
             expected = self.lookups * fraction * state.meta[M_THRESH] / SAMPLE_P
+            scale = state.scale  # binned at sampled distances: scale them here
         if expected <= 0:
             return np.zeros(1), 0.0, 0.0
         hist[0] += expected - lk
         factor = self.lookups / expected
-        tail = (np.cumsum(hist[::-1])[::-1] + cold + rel) * factor
-        tail = np.append(np.minimum(tail, self.lookups), (cold + rel) * factor)
-        return tail, cold * factor, rel * factor
+        tail = np.append(np.cumsum(hist[::-1])[::-1], 0.0)  # sampled distance >= d
+        tail = np.minimum((tail + cold + rel) * factor, self.lookups)
+        # A cache of c lines misses the references at scaled distance d * scale >= c.
+        if caps is None:
+            caps = np.arange(math.ceil((tail.shape[0] - 1) * scale) + 1)
+        idx = np.minimum(np.ceil(np.asarray(caps) / scale).astype(np.int64), tail.shape[0] - 1)
+        return tail[idx], cold * factor, rel * factor
 
     def finish(self, source: dict | None = None) -> MissRatioCurve:
         """The curve of everything fed so far."""
@@ -488,8 +514,8 @@ class StackDistances:
             caps = np.unique(np.round(2.0 ** np.arange(lo, top + 0.25, 0.25))).astype(np.int64)
             subs = []
             for s in self.subs:
-                t, _, _ = self._estimate(s, 1.0 / SUBSAMPLES)
-                subs.append(t[np.minimum(caps, t.shape[0] - 1)] / self.lookups)
+                t, _, _ = self._estimate(s, 1.0 / SUBSAMPLES, caps)
+                subs.append(t / self.lookups)
             spread = np.std(np.array(subs), axis=0, ddof=1)
             errs = spread / math.sqrt(SUBSAMPLES)
         sampled = int(fa.meta[M_LOOKUPS])
@@ -534,8 +560,7 @@ def _tap_class():
 
         def _pass(self, lvl, src, shift, size, kind, out):
             if lvl == self._target:
-                lines = src >> shift if shift else src
-                self._sink(lines, MK.OPS[kind])
+                self._sink(src, shift, kind, MK.OPS)
                 return 0
             return super()._pass(lvl, src, shift, size, kind, out)
 
@@ -622,7 +647,7 @@ def miss_ratio_curve(
     tap = _tap_class()(
         HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
         target,
-        sd.feed,
+        sd.feed_events,
     )
     for addr, size, kind in chunks:
         tap.feed(addr, size, kind)
