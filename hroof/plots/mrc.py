@@ -57,8 +57,8 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
     for i, m in enumerate(report.levels):
         colour = _colour(i, n + 1)
         ax.axvline(m.bytes, color=colour, lw=1.2, alpha=0.9)
-        ax.annotate(f"{m.name} {_size(m.bytes)}", (m.bytes, 1.0),
-                    xycoords=("data", "axes fraction"), xytext=(3, -12),
+        ax.annotate(f"{m.name} {_size(m.bytes)}", (m.bytes, 0.0),
+                    xycoords=("data", "axes fraction"), xytext=(3, 4),
                     textcoords="offset points", color=colour, fontsize=8,
                     bbox=_LABEL_BOX)  # fmt: skip
         ax.plot([m.bytes], [m.miss_ratio], "o", mfc="white", mec=colour, ms=6,
@@ -78,18 +78,29 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
         ax.plot(kx, ky, "v", color="#D55E00", ms=7, label="knees (90 % of a steep drop)")
     ax.set_xscale("log", base=2)
     ax.set_xlim(curve.line, 4 * top * curve.line)
-    ax.set_ylim(0, 1.05 * max(float(mr.max()), 0.05))
+    low = float(mr[mr > 0].min()) if (mr > 0).any() else 0.0
+    if low > 0 and mr.max() / low > 8:  # the later knees would be squashed at the bottom
+        ax.set_yscale("log")
+        lo, hi = low / 1.5, 1.5 * float(mr.max())
+        ax.set_ylim(lo, hi)
+        marks = [m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
+        ax.set_yticks(marks, [f"{t:g}" for t in marks])
+        ax.minorticks_off()
+        ylabel_scale = ", log scale"
+    else:
+        ax.set_ylim(0, 1.05 * max(float(mr.max()), 0.05))
+        ylabel_scale = ""
     ticks = [
         2.0**k for k in range(int(np.log2(curve.line)), int(np.log2(4 * top * curve.line)) + 1, 3)
     ]
     ax.set_xticks(ticks, [_size(t) for t in ticks])
     ax.set_xlabel("cache capacity (bytes, log scale; fully associative LRU)")
-    ax.set_ylabel(f"miss ratio of the stream into {report.level}")
+    ax.set_ylabel(f"miss ratio of the stream into {report.level}{ylabel_scale}")
     src = curve.source
     what = src.get("kernel", src.get("trace", "trace"))
     ax.set_title(title or f"Miss-ratio curve: {what}, stream into {report.level}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.0, 0.9), fontsize=8, framealpha=0.9)
+    ax.legend(loc="best", fontsize=8, framealpha=0.9)
     return fig
 
 
