@@ -209,7 +209,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         title = f"Miss-ratio curve of {path}"
         lcs = {}
     title += f", stream into {machine.levels[target].name} of {machine.name}"
-    passes = 2 if args.no_simulate else 3
+    passes = 1 if args.no_simulate else 2  # the curve's pass, then the simulation
     with Progress(passes * total if total else None, enabled=False if args.quiet else None) as bar:
         curve = miss_ratio_curve(
             chunks(), machine, level=target, sets=args.sets, max_ways=args.max_ways,
