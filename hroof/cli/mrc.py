@@ -117,6 +117,8 @@ def format_mrc(report, *, title: str) -> str:
     if rows:
         cols = [Col("capacity", "<", 2), Col("lines"), Col("miss ratio", "<"),
                 Col("nearest layer condition", "<")]  # fmt: skip
+        if not lcs:  # not a stencil: no conditions to compare with
+            cols, rows = cols[:-1], [r[:-1] for r in rows]
         out += ["  " + r for r in text_table(cols, rows)]
     else:
         out.append("  none (no drop of at least 0.02 within a few doublings)")
