@@ -8,14 +8,21 @@ every capacity at once: ``misses(C) = cold + #{distance >= C}``.
 
 Architecture
 ------------
-The fully-associative pass (:func:`MK.fa_pass`) keeps
+The fully-associative pass (``_mrc_kernels.fa_pass``) keeps
 
-* ``keys``/``vals``: an open-addressing hash table, line -> time of its last
-  access (``-1``: not in the stack, i.e. never allocated or invalidated);
-* ``tree``: a Fenwick tree over access times holding a 1 at the time of every
-  *entry* of the LRU stack, so the stack distance of a line last used at time
-  ``t`` is the number of entries after ``t``: ``live - prefix(t)``, O(log T);
+* ``table``: an open-addressing hash table of (line, time of its last access)
+  pairs (time ``-1``: not in the stack, i.e. never allocated or invalidated);
+* ``words``: a bitmap over access times with a 1 at the time of every *entry*
+  of the LRU stack, and ``btree``, a Fenwick tree of the counts of its 64-time
+  blocks, so the stack distance of a line last used at time ``t`` (the number
+  of entries after ``t``) is two popcounts and a Fenwick range: O(log T), on
+  a tree 64 times smaller than one over the times themselves;
 * ``heap``: a max-heap of the times of the stack's *holes*.
+
+For example, after references to lines 7, 9, 7, 5 at times 0-3 the entries
+are at times 1 (9), 2 (7) and 3 (5): ``words[0] = 0b1110``; a reference to 9
+now has distance 2 (the entries at times 2 and 3), its entry moves from time
+1 to time 4: ``0b11100``.
 
 Holes make non-temporal stores exact. A non-temporal store invalidates the
 line in every cache, which frees a slot: the caches stop being the top ``C``
@@ -35,11 +42,11 @@ In the 1-line cache, ``C`` missed; in the 2-line cache (``D _``: one line, one
 free slot) ``C`` missed and took the free slot, as in the 3-line cache; in
 caches of 4 lines it hit. The distance counts holes: 3.
 
-Times grow without bound, so when the tree is full the live times are
-renumbered ``0..live-1`` (:meth:`StackDistances._compact`): memory stays
+Times grow without bound, so when the bitmap is full the live times are
+renumbered ``0..live-1`` (``_FAState._compact``): memory stays
 O(distinct lines) for any stream length, as the simulator's does.
 
-The set-associative pass (:func:`MK.sa_pass`) keeps, per set, the top
+The set-associative pass (``_mrc_kernels.sa_pass``) keeps, per set, the top
 ``max_ways`` entries of the set's own LRU stack (with holes), which gives the
 misses of every associativity up to ``max_ways`` exactly at that number of
 sets: O(max_ways) per reference.
