@@ -307,6 +307,7 @@ def test_empty_trace_is_not_an_error(capsys, tmp_path, fmt):
 
 
 # --------------------------------------------------------------------------- demo
+@pytest.mark.slow
 def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     """The demo: stencil7 small and large on the default machine, swept across the walls;
     the summary's walls agree with the layer conditions; the report embeds its figures."""
@@ -334,6 +335,7 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     assert (out_dir / "mrc.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_report_of_a_saved_sweep(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
     saved = tmp_path / "sweep"
@@ -404,7 +406,9 @@ def test_machine_list(capsys):
     code, out, _ = run(capsys, "machine", "list")
     assert code == 0
     names = [line.split()[0] for line in out.splitlines()]
-    assert names == sorted(names) and {"generic", "v100", "gtx1080ti"} <= set(names)
+    # the bundled machines in order, then the measured host's line
+    assert names[-1] == "host" and names[:-1] == sorted(names[:-1])
+    assert {"generic", "v100", "gtx1080ti"} <= set(names)
     assert "L1 48 KiB" in out
 
 
@@ -685,6 +689,7 @@ def test_formatters():
 
 
 # --------------------------------------------------------------------------- console script
+@pytest.mark.slow
 def test_console_entry_point(tmp_path):
     script = Path(sys.executable).with_name("hroof")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "hroof"]
@@ -780,6 +785,7 @@ def sweep_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 def test_sweep_table_walls_and_outputs(capsys, tmp_path, sweep_cache):
     out_dir = tmp_path / "out"
     code, out, err = run(
@@ -825,6 +831,7 @@ def test_sweep_bad_input(capsys, sweep_cache, argv, words):
     assert_bad(capsys, argv, *words)
 
 
+@pytest.mark.slow
 def test_sweep_of_a_kernel_without_flops_writes_its_report(capsys, tmp_path, monkeypatch):
     """copy has no flops: no roofline or AI figure can be drawn, but the sweep's report
     (tables, traffic figure) is written and the command succeeds."""

@@ -119,6 +119,7 @@ def test_run_kernel_without_native_twin(capsys):
         unregister_kernel("traced_only")
 
 
+@pytest.mark.slow
 def test_sweep_measure(capsys, tmp_path):
     out_dir = tmp_path / "sw"
     argv = ["sweep", "stencil7", "n=8,16", "--workers", "1", "--machine", "skylake-sp",
@@ -225,6 +226,7 @@ def test_measured_field_round_trips(synthetic, tmp_path):
     assert [p.measured for p in back] == [p.measured for p in pts]
 
 
+@pytest.mark.slow
 def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypatch):
     """Ctrl-C (or a full disk) while the report's figures are written: the files already
     renamed stay whole, and no temporary file is left behind."""

@@ -1,7 +1,7 @@
 """Memory coalescing: the transactions a warp's accesses need, and the bytes they waste.
 
 Device memory is accessed in aligned 32-, 64- or 128-byte transactions
-(references/accelerator-analysis.zh.txt, after the CUDA C Programming Guide): when a
+(the accelerator analysis article, after the CUDA C Programming Guide): when a
 warp executes a load or store, its 32 threads' addresses are served by one transaction
 per aligned segment they touch. The *efficiency* of a warp instruction is the bytes its
 threads use (the union of the byte ranges they access) over the bytes the transactions

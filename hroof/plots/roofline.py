@@ -8,7 +8,7 @@ axes carry units, every roof and ceiling is labelled on its line, and the
 legend names each level's trajectory, so a figure reads without a manual.
 
 Where the dots sit. A run's predicted performance is the hierarchical bound
-``min(peak, min over levels of AI_level x bandwidth_level)`` (DESIGN.md). In
+``min(peak, min over levels of AI_level x bandwidth_level)`` (docs/architecture.md). In
 the hierarchical roofline a run is one horizontal line of dots at that
 performance, one dot per level at that level's AI: as the problem grows and
 a level stops holding the data, that level's dot moves left. In the

@@ -1,6 +1,6 @@
 """The analytic kernel table: flops, compulsory bytes and ideal AI as functions of N.
 
-The lecture (references/roofline-lecture.zh.txt, "机器平衡和运算强度", the table
+The lecture (the LBNL roofline lecture, "机器平衡和运算强度", the table
 "Operation / Flop's / Data / AI (ideal)") gives the orders only::
 
     DAXPY   O(N)        O(N)    O(1)

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hroof._base.errors import HroofError
+from hroof._base.units import parse_range
 from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.machine.model import Machine
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.studies.cache import ResultCache, cache_key
+from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import get_kernel
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
@@ -47,36 +47,7 @@ def parse_values(text: str) -> list[str]:
             if part:
                 out.append(part)
             continue
-        lo_text, _, rest = part.partition("..")
-        hi_text, _, step = rest.partition(":")
-        try:
-            lo, hi = int(lo_text), int(hi_text)
-        except ValueError:
-            raise HroofError(f"range {part!r} needs integer ends, e.g. 16..512:x2") from None
-        if hi < lo:
-            raise HroofError(f"range {part!r} runs backwards")
-        values = []
-        if step.startswith("x"):
-            try:
-                factor = float(step[1:])
-            except ValueError:
-                factor = 0.0
-            if factor <= 1 or lo < 1:
-                raise HroofError(f"range {part!r}: a factor step needs xF with F > 1, from >= 1")
-            v = float(lo)
-            while round(v) <= hi:
-                if not values or round(v) != values[-1]:
-                    values.append(round(v))
-                v *= factor
-        else:
-            inc_text = step[1:] if step.startswith("+") else (step or "1")
-            try:
-                inc = int(inc_text)
-            except ValueError:
-                inc = 0
-            if inc < 1:
-                raise HroofError(f"range {part!r}: write the step as +N (N >= 1) or xF")
-            values = list(range(lo, hi + 1, inc))
+        values = parse_range(part, "range", limit=MAX_POINTS)
         out.extend(str(v) for v in values)
         if len(out) > MAX_POINTS:
             raise HroofError(f"range {part!r} has more than {MAX_POINTS} values")
@@ -130,11 +101,9 @@ class SweepPoint:
         return d
 
 
-def _simulate_point(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict):
-    """Worker: one point, returned as a plain dict (cheap to send between processes)."""
-    from hroof.studies.runs import simulate_kernel
-
-    return simulate_kernel(kernel, hierarchy, **options, **params).to_dict()
+def point_label(kernel: str, params: dict) -> str:
+    """A point by name: ``stencil7 n=64 radius=1``."""
+    return " ".join([kernel, *(f"{k}={v}" for k, v in params.items())])
 
 
 def run_sweep(
@@ -147,12 +116,19 @@ def run_sweep(
     workers: int | None = None,
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[SweepPoint]:
     """Simulate ``kernel`` at every point (a dict of parameter values, text or typed).
 
-    Points run in ``workers`` processes (default: one per core, at most the
-    number of points) and come back in the order given. ``progress`` is
-    called with 1 after each point.
+    Points run on ``executor`` (:mod:`hroof.studies.executor`; default: a pool of
+    ``workers`` local processes, one per core, at most the number of points) and
+    come back in the order given. ``progress`` is called with 1 after each point.
+    Only this process reads and writes the result cache.
+
+    Raises
+    ------
+    PointsFailed
+        Some points failed where they ran; every other point finished and is cached.
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
@@ -170,27 +146,18 @@ def run_sweep(
                 progress(1)
             continue
         todo.append((i, plan, key))
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = max(1, min(workers, len(todo)))
-
-    def done(i, key, d):
-        results[i] = SimResult.from_dict(d)
-        store.put(key, d)
-        if progress:
-            progress(1)
-
-    if workers == 1:
-        for i, plan, path in todo:
-            done(i, path, _simulate_point(kernel, plan.params, hierarchy, options))
-    elif todo:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                (i, path, pool.submit(_simulate_point, kernel, plan.params, hierarchy, options))
-                for i, plan, path in todo
-            ]
-            for i, path, fut in futures:
-                done(i, path, fut.result())
+    engine = executor if executor is not None else LocalPool(workers)
+    argsets = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
+    failed = []
+    for out in track(engine, simulate_point, argsets, progress):
+        i, plan, key = todo[out.index]
+        if out.ok:
+            results[i] = SimResult.from_dict(out.value)
+            store.put(key, out.value)
+        else:
+            failed.append((point_label(kernel, plan.params), out.error))
+    if failed:
+        raise PointsFailed(failed, len(plans))
     return [
         SweepPoint(plan.params, plan.footprint, res, c)
         for plan, res, c in zip(plans, results, cached, strict=True)
