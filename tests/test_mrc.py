@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive_mrc import naive_fa, naive_fa_misses, naive_sa_misses
@@ -111,7 +112,7 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
     assert_array_equal(cut.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     events=st.lists(
         st.tuples(st.integers(0, 12), st.sampled_from([0, 0, 0, 1, 2, 3])), max_size=120
@@ -232,6 +233,7 @@ def test_rate_one_is_exact():
     assert full.sample["rate"] == 1.0
 
 
+@pytest.mark.slow  # 0.2 s compiled, 20 s with NUMBA_DISABLE_JIT=1 (the coverage lane)
 def test_sampling_estimates_a_random_curve():
     rng = np.random.default_rng(3)
     addr = (rng.zipf(1.3, 200_000) % 50_000) * 64
