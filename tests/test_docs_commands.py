@@ -33,7 +33,7 @@ def commands() -> list[tuple[str, str]]:
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for block in BLOCK.findall(page.read_text()):
             for line in block.splitlines():
-                text = line.split("  #", 1)[0].strip()
+                text = re.sub(r"\s#\s.*$", "", line).strip()  # a trailing comment
                 if text and not text.startswith("#"):
                     out.append((page.name, text))
     return out
