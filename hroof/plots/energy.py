@@ -79,11 +79,22 @@ def _marks(ax, model: EnergyModel, *, energy: bool = True) -> None:
     marks.append((model.energy_balance(), f"energy balance {model.energy_balance():.3g}", ":"))
     if energy:
         marks.append((model.energy_ridge(), f"energy ridge {model.energy_ridge():.3g}", "--"))
-    for i, (x, text, ls) in enumerate(marks):
-        ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
-        ax.annotate(text + " FLOP/B", (x, 0.02 + 0.29 * i), xycoords=("data", "axes fraction"),
-                    xytext=(3, 0), textcoords="offset points", rotation=90, fontsize=7,
-                    color="tab:red", va="bottom", ha="left", bbox=_LABEL_BOX)  # fmt: skip
+    # Marks at (nearly) the same AI share one label ("DRAM time ridge 2 = energy ridge 2"):
+    # two labels on one vertical would print over each other.
+    groups: list[list[tuple[float, str, str]]] = []
+    for mark in sorted(marks, key=lambda m: m[0]):
+        if groups and abs(mark[0] / groups[-1][0][0] - 1) < 0.02:
+            groups[-1].append(mark)
+        else:
+            groups.append([mark])
+    for i, group in enumerate(groups):
+        for x, _, ls in group:
+            ax.axvline(x, color="tab:red", ls=ls, lw=0.9, alpha=0.8)
+        text = " = ".join(t for _, t, _ in group)
+        ax.annotate(text + " FLOP/B", (group[0][0], 0.02 + 0.29 * (i % 3)),
+                    xycoords=("data", "axes fraction"), xytext=(3, 0),
+                    textcoords="offset points", rotation=90, fontsize=7, color="tab:red",
+                    va="bottom", ha="left", bbox=_LABEL_BOX)  # fmt: skip
 
 
 def _ceiling_label(c) -> str:
