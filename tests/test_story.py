@@ -179,3 +179,28 @@ def test_trace_warns_before_a_file_over_the_limit(capsys, tmp_path, monkeypatch)
     assert code == 0 and err.startswith("hroof: warning: ") and "3.8 KiB" in err
     code, _, err = run(capsys, "trace", "triad", "n=10", "--out", tmp_path / "s.npz")
     assert code == 0 and err == ""
+
+
+def test_gallery_images_are_wide_enough_to_read():
+    """Every PNG of the gallery is at least 1200 px wide (7-8 pt labels stay readable)."""
+    import struct
+    from pathlib import Path
+
+    pngs = sorted((Path(__file__).parent.parent / "docs" / "gallery").glob("*.png"))
+    assert len(pngs) >= 9
+    for png in pngs:
+        width, _ = struct.unpack(">II", png.read_bytes()[16:24])
+        assert width >= 1200, (png.name, width)
+
+
+def test_save_figure_raises_the_dpi_of_a_narrow_figure(tmp_path):
+    import struct
+
+    from hroof._base.files import MIN_WIDTH_PX, save_figure
+    from hroof.plots.figure import figure
+
+    fig = figure(4, 3)
+    fig.subplots().plot([1, 2], [1, 2])
+    path = save_figure(fig, tmp_path / "narrow.png")
+    width, _ = struct.unpack(">II", path.read_bytes()[16:24])
+    assert MIN_WIDTH_PX <= width <= MIN_WIDTH_PX + 2

@@ -76,9 +76,19 @@ def save_figure(
     fig, path: str | Path, *, dpi: int = 110, formats: Sequence[str] = FIGURE_FORMATS,
     flag: str | None = None,
 ) -> Path:  # fmt: skip
-    """Save a matplotlib figure to ``path`` whole, in the format its suffix names."""
+    """Save a matplotlib figure to ``path`` whole, in the format its suffix names.
+
+    A raster figure is at least :data:`MIN_WIDTH_PX` pixels wide (the ``dpi`` is raised
+    for a narrow figure), so that its 7-8 pt labels stay readable on a screen."""
     ext = figure_format(path, formats, flag)
+    width_in = float(fig.get_size_inches()[0])
+    if width_in > 0:
+        dpi = max(dpi, -(-MIN_WIDTH_PX // width_in))
     return replace_with(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format=ext))
+
+
+#: The narrowest raster figure :func:`save_figure` writes, in pixels.
+MIN_WIDTH_PX = 1200
 
 
 __all__ = [
