@@ -450,7 +450,7 @@ def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *,
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", ms=6, capsize=3, label=label, **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.set_xticks(x, [str(v) for v in x])  # every measured size labelled, not only 2^k
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     lo, hi = ax.get_ylim()
@@ -469,7 +469,9 @@ def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *,
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(param)
     ax.set_ylabel("performance (GFLOP/s)")
-    ax.set_title("Measured on this host against the predicted bound")
+    acc = accounting_text(pts[0].result.source, short=True)
+    ax.set_title(f"Measured on this host against the predicted bound ({acc})")
+    ax.margins(x=0.08)  # room for the ratio written right of the last dot
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
