@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from hroof._base.errors import HroofError
+from hroof._base.outdir import moved, output_dir
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
@@ -37,10 +38,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with Progress(6, enabled=False if args.quiet else None, unit="points") as bar:
         demo = run_demo(machine, progress=bar)
     summary = summary_table(demo)
-    written = write_report(
-        demo.points, machine, Path(args.out),
-        title=f"hroof demo: {DEMO_KERNEL} on {machine.name}", summary=summary,
-    )  # fmt: skip
+    with output_dir(args.out) as stage:  # staged, then moved in together under a lock
+        written = moved(write_report(
+            demo.points, machine, stage,
+            title=f"hroof demo: {DEMO_KERNEL} on {machine.name}", summary=summary,
+        ), stage, Path(args.out))  # fmt: skip
     lines = [
         f"hroof demo: {DEMO_KERNEL} at n={DEMO_SMALL} and n={DEMO_LARGE}, then swept over "
         f"n={DEMO_SWEEP}",

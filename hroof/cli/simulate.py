@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from hroof._base.errors import HroofError
 from hroof._base.files import partial_path, replace_with
+from hroof._base.guards import check_disk, check_memory, check_time
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
@@ -23,6 +24,12 @@ from hroof.cli.results import format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
+from hroof.traces.limits import MAX_SECONDS, check_plan, guard_chunks
+
+#: Bytes the trace readers hold per access of a chunk (arrays and the parse's temporaries).
+BYTES_PER_READ_ACCESS = 64
+#: Accesses written per second, used only to refuse absurd requests.
+WRITE_PACE = 2e7
 
 if TYPE_CHECKING:
     from hroof.cachesim import HierarchyConfig, SimResult
@@ -51,6 +58,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 raise HroofError(f"{flag} is for --trace; a kernel knows its own")
         plan = kernel_plan(args.kernel, args.params)
         machine = resolve_machine(args.machine)
+        check_plan(plan, machine.line_bits, classify=not args.no_classify)
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
             result = simulate(
                 machine,
@@ -72,7 +80,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
     # iter_trace checks the file (exists, readable, npz layout) before anything runs.
+    check_memory(  # the reader's buffers, before it allocates them
+        BYTES_PER_READ_ACCESS * args.chunk_size,
+        f"a chunk of {args.chunk_size:,} accesses",
+        hint="; lower --chunk-size",
+    )
     chunks = iter_trace(path, fmt, chunk_size=args.chunk_size, access_size=args.access_size)
+    # Bounded line pieces per chunk, and classification memory checked as pages appear.
+    chunks = guard_chunks(chunks, machine.line_bits, classify=not args.no_classify)
     total = count_accesses(path, fmt)
     with Progress(total, enabled=False if args.quiet else None) as bar:
         result = simulate(
@@ -109,17 +124,24 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     """``hroof trace KERNEL KEY=VALUE --out FILE``: write a kernel's trace to npz or din."""
-    from hroof.traces import write_din, write_npz
+    from hroof.traces import write_din
+    from hroof.traces.npz_out import write_npz_streaming
 
     plan = kernel_plan(args.kernel, args.params)
     out = Path(args.out)
     name = out.name.lower()
-    if name.endswith(".npz"):
-        writer = write_npz
+    if name.endswith(".npz"):  # streamed: one chunk in memory, whatever the trace's length
+
+        def writer(tmp, chunks):
+            write_npz_streaming(tmp, lambda: plan.chunks(args.chunk_size), plan.accesses)
+
+        per_access = 13
     elif name.endswith((".din", ".din.gz")):
-        writer = write_din
+        writer, per_access = write_din, 20
     else:
         raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
+    check_time(plan.accesses, WRITE_PACE, MAX_SECONDS, f"writing {plan.accesses:,} accesses")
+    check_disk(per_access * plan.accesses, out, f"--out {out}")
     # Written beside the target and renamed, so a failure leaves no partial file behind.
     try:
         replace_with(out, lambda tmp: writer(tmp, plan.chunks(args.chunk_size, reuse=False)))

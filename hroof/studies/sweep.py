@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hroof._base.errors import HroofError
+from hroof._base.outdir import run_pool
 from hroof._base.units import parse_range
 from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.machine.model import Machine
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.traces import get_kernel
+from hroof.traces.limits import check_plan
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
 MAX_POINTS = 10_000
@@ -67,6 +69,9 @@ def expand_grid(kernel: str, assignments: dict[str, str]) -> list[dict[str, str]
     for key in keys:
         k.param(key)  # raises for an unknown parameter, with a suggestion
     values = [parse_values(assignments[key]) for key in keys]
+    total = math.prod(len(v) for v in values)  # counted before the product is built
+    if total > MAX_POINTS:
+        raise HroofError(f"the sweep has {total:,} points; at most {MAX_POINTS:,}")
     points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
     if len(points) > MAX_POINTS:
         raise HroofError(f"the sweep has {len(points)} points; at most {MAX_POINTS}")
@@ -128,6 +133,8 @@ def run_sweep(
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
+    for plan in plans:  # time and classification memory, before any runs
+        check_plan(plan, hierarchy.line_bits, classify=classify)
     options = {"classify": classify, "flush": flush}
     store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
@@ -155,14 +162,9 @@ def run_sweep(
     if workers == 1:
         for i, plan, path in todo:
             done(i, path, _simulate_point(kernel, plan.params, hierarchy, options))
-    elif todo:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                (i, path, pool.submit(_simulate_point, kernel, plan.params, hierarchy, options))
-                for i, plan, path in todo
-            ]
-            for i, path, fut in futures:
-                done(i, path, fut.result())
+    elif todo:  # workers that ignore Ctrl-C, all killed at once on an interrupt
+        calls = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
+        run_pool(_simulate_point, calls, workers, lambda j, d: done(*todo[j][::2], d))
     return [
         SweepPoint(plan.params, plan.footprint, res, c)
         for plan, res, c in zip(plans, results, cached, strict=True)
@@ -289,6 +291,8 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
         doc = json.loads(path.read_text())
         if doc.get("schema") != "hroof.sweep/1":
             raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        for i, p in enumerate(doc["points"]):  # as strictly as what is typed
+            _check_point(p, f"{path}: point {i}")
         points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
                              p.get("cached", False), p.get("measured"))
                   for p in doc["points"]]  # fmt: skip
@@ -299,6 +303,46 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
     if not points:
         raise HroofError(f"{path} holds no points")
     return points, doc.get("machine", "")
+
+
+def _check_point(p: dict, where: str) -> None:
+    """A saved point's footprint is a whole number of bytes >= 0 and every number of its
+    result and measurement finite and >= 0 (NaN, infinity, negatives are refused)."""
+    footprint = p["footprint"]
+    if isinstance(footprint, bool) or not isinstance(footprint, int) or footprint < 0:
+        raise HroofError(f"{where}: footprint must be a whole number of bytes >= 0, got "
+                         f"{footprint!r}")  # fmt: skip
+    result = {k: v for k, v in p["result"].items() if k != "source"}
+    for name, value in _numbers(result, "result"):
+        if not math.isfinite(value) or value < 0:
+            raise HroofError(f"{where}: {name} must be a finite number >= 0, got {value!r}")
+    for name, value in _numbers(p.get("measured") or {}, "measured"):
+        if not math.isfinite(value):
+            raise HroofError(f"{where}: {name} must be a finite number, got {value!r}")
+
+
+def _numbers(obj, name: str):
+    """Every number in a JSON value, with its dotted name."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _numbers(v, f"{name}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _numbers(v, f"{name}[{i}]")
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield name, obj
+
+
+def sweep_machine(name: str) -> Machine | None:
+    """The bundled machine whose name is ``name`` (a sweep's ``machine`` field), or None."""
+    from hroof.machine.catalog import bundled_machines
+    from hroof.machine.model import load_machine
+
+    for key in bundled_machines():
+        machine = load_machine(key)
+        if machine.name == name or key == name:
+            return machine
+    return None
 
 
 def predicted_walls(

@@ -1,0 +1,182 @@
+"""Output directories written as a unit, signals that clean up, and worker pools that stop.
+
+:func:`output_dir` stages every file of a command's ``--out DIR`` in a per-process hidden
+directory beside ``DIR`` (``.DIR.PID.partial``) and moves them into ``DIR`` only once all
+are written, under an exclusive lock (``flock`` on ``DIR`` itself), so two runs writing the
+same ``DIR`` never mix their files and a failed or interrupted run leaves ``DIR`` as it was. Staging
+directories of processes that no longer exist (a ``kill -9``) are removed by the next run.
+
+:func:`signals_raise` turns SIGTERM and SIGHUP into :class:`Terminated` (a
+``KeyboardInterrupt``), so the same cleanup that follows Ctrl-C (every
+:func:`hroof._base.files.replace_with` temporary, every staging directory) runs on every
+signal a user or a batch system sends.
+
+:func:`run_pool` runs calls in worker processes that ignore the terminal's Ctrl-C; the
+parent alone handles it, kills every worker at once and re-raises, so an interrupt prints
+one line and leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from hroof._base.errors import HroofError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is so that every cleanup runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise(signum, frame):
+    raise Terminated(signum)
+
+
+def signals_raise() -> None:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            signal.signal(sig, _raise)
+
+
+# ---------------------------------------------------------------------------- directories
+def _staging(out: Path, pid: int | None = None) -> Path:
+    return out.parent / f".{out.name}.{os.getpid() if pid is None else pid}.partial"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale(out: Path) -> None:
+    """Remove staging directories of ``out`` whose process is gone."""
+    with contextlib.suppress(OSError):
+        for p in out.parent.glob(f".{out.name}.*.partial"):
+            pid = p.name[len(out.name) + 2 : -len(".partial")]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(p, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def output_dir(out: str | Path) -> Iterator[Path]:
+    """Stage the files of ``out`` and move them in together on success.
+
+    Yields the staging directory; write every file into it (through
+    :mod:`hroof._base.files` as usual). On success every file (and folder) it holds
+    replaces its namesake in ``out``, all under one lock; files of ``out`` the run did
+    not write are kept. On any exception, Ctrl-C or signal the staging directory is
+    removed and ``out`` is untouched. Error messages name ``out``, never the staging
+    directory.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise HroofError(f"--out {out}: exists and is not a directory")
+    stage = _staging(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(out)
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir()
+    except OSError as exc:
+        raise HroofError(f"cannot write {out}: {exc.strerror or exc}") from None
+    try:
+        try:
+            yield stage
+        except HroofError as exc:
+            raise type(exc)(str(exc).replace(str(stage), str(out))) from None
+        _commit(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _commit(stage: Path, out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_RDONLY)  # the directory itself is the lock: nothing to leave
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            for item in sorted(stage.iterdir()):
+                target = out / item.name
+                if item.is_dir():
+                    if target.exists():
+                        shutil.rmtree(target)
+                    shutil.move(os.fspath(item), os.fspath(target))
+                else:
+                    os.replace(item, target)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise HroofError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def moved(paths: Iterable[Path], stage: Path, out: Path) -> list[Path]:
+    """The final paths of files written under ``stage`` (for "wrote ..." messages)."""
+    return [out / Path(p).relative_to(stage) if Path(p).is_relative_to(stage) else Path(p)
+            for p in paths]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- worker pools
+def _worker_init() -> None:
+    # The terminal sends Ctrl-C to every process of the group: the parent alone answers
+    # it (and kills the workers), so no worker prints a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_pool(
+    func: Callable, calls: list[tuple], workers: int, done: Callable[[int, object], None]
+) -> None:
+    """Run ``func(*args)`` for every ``args`` of ``calls`` in ``workers`` processes, calling
+    ``done(index, result)`` in the parent in the order given.
+
+    An exception in a call (a :class:`HroofError` for a bad point) is raised again here, a
+    worker killed from outside as ``HroofError``; on either, on Ctrl-C or on a signal every
+    worker is killed at once (never waiting on a worker that holds a lock) before the
+    exception goes on.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    try:
+        futures = [pool.submit(func, *args) for args in calls]
+        for i, fut in enumerate(futures):
+            try:
+                result = fut.result()
+            except BrokenProcessPool:
+                raise HroofError(
+                    "a worker process was killed (out of memory?); run with --workers 1 "
+                    "to see which point"
+                ) from None
+            done(i, result)
+    except BaseException:
+        # The executor keeps its processes in a private dict; there is no public kill.
+        procs = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            with contextlib.suppress(OSError, AttributeError):
+                proc.kill()
+        for proc in procs:
+            with contextlib.suppress(OSError, AttributeError, ValueError):
+                proc.join(5)
+        raise
+    pool.shutdown(wait=True)
+
+
+__all__ = ["Terminated", "moved", "output_dir", "run_pool", "signals_raise"]
