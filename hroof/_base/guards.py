@@ -139,7 +139,7 @@ def check_int64(value, what: str, *, minimum: int | None = 0) -> int:
         else:
             raise ResourceError(f"{what} must be a whole number, got {value!r}")
     value = int(value)
-    if value > INT_MAX:
+    if not -INT_MAX - 1 <= value <= INT_MAX:
         raise ResourceError(f"{what} is {value:,}: beyond the 64-bit range (at most {INT_MAX:,})")
     if minimum is not None and value < minimum:
         raise ResourceError(f"{what} must be at least {minimum:,}, got {value:,}")
