@@ -198,7 +198,7 @@ def test_knl_and_haswell_presets_as_cited():
     ]  # fmt: skip
     for name in ("knl", "haswell"):
         text = bundled_machines()[name].read_text()
-        assert "Intel ARK" in text and "roofline-lecture" in text
+        assert "Intel ARK" in text and "LBNL roofline lecture" in text
 
 
 def test_cli_machine_show_knl(capsys):

@@ -11,9 +11,9 @@ directories of processes that no longer exist (a ``kill -9``) are removed by the
 :func:`hroof._base.files.replace_with` temporary, every staging directory) runs on every
 signal a user or a batch system sends.
 
-:func:`run_pool` runs calls in worker processes that ignore the terminal's Ctrl-C; the
-parent alone handles it, kills every worker at once and re-raises, so an interrupt prints
-one line and leaves no worker behind.
+:func:`worker_init` makes worker processes ignore the terminal's Ctrl-C; the parent alone
+handles it and :func:`kill_pool` kills every worker at once, so an interrupt prints one
+line and leaves no worker behind.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import fcntl
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hroof._base.errors import HroofError
@@ -131,52 +131,27 @@ def moved(paths: Iterable[Path], stage: Path, out: Path) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- worker pools
-def _worker_init() -> None:
-    # The terminal sends Ctrl-C to every process of the group: the parent alone answers
-    # it (and kills the workers), so no worker prints a KeyboardInterrupt traceback.
+def worker_init() -> None:
+    """Initializer of worker processes: the terminal sends Ctrl-C to every process of the
+    group, and the parent alone answers it (killing the workers with :func:`kill_pool`), so
+    no worker prints a KeyboardInterrupt traceback or lingers on a lock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def run_pool(
-    func: Callable, calls: list[tuple], workers: int, done: Callable[[int, object], None]
-) -> None:
-    """Run ``func(*args)`` for every ``args`` of ``calls`` in ``workers`` processes, calling
-    ``done(index, result)`` in the parent in the order given.
-
-    An exception in a call (a :class:`HroofError` for a bad point) is raised again here, a
-    worker killed from outside as ``HroofError``; on either, on Ctrl-C or on a signal every
-    worker is killed at once (never waiting on a worker that holds a lock) before the
-    exception goes on.
-    """
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
-    try:
-        futures = [pool.submit(func, *args) for args in calls]
-        for i, fut in enumerate(futures):
-            try:
-                result = fut.result()
-            except BrokenProcessPool:
-                raise HroofError(
-                    "a worker process was killed (out of memory?); run with --workers 1 "
-                    "to see which point"
-                ) from None
-            done(i, result)
-    except BaseException:
-        # The executor keeps its processes in a private dict; there is no public kill.
-        procs = list(getattr(pool, "_processes", {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            with contextlib.suppress(OSError, AttributeError):
-                proc.kill()
-        for proc in procs:
-            with contextlib.suppress(OSError, AttributeError, ValueError):
-                proc.join(5)
-        raise
-    pool.shutdown(wait=True)
+def kill_pool(pool) -> None:
+    """Kill every process of a ``concurrent.futures.ProcessPoolExecutor`` at once and reap
+    them (on Ctrl-C, a signal or an error: never wait on a worker that holds a lock)."""
+    # The executor keeps its processes in a private dict; there is no public kill.
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(OSError, AttributeError):
+            proc.kill()
+    for proc in procs:
+        with contextlib.suppress(OSError, AttributeError, ValueError):
+            proc.join(5)
 
 
-__all__ = ["Terminated", "moved", "output_dir", "run_pool", "signals_raise"]
+__all__ = ["Terminated", "kill_pool", "moved", "output_dir", "signals_raise", "worker_init"]

@@ -126,9 +126,9 @@ class Progress:
             leave=True,
             bar_format=(
                 "{desc} {percentage:3.0f}%|{bar:24}| " + counts + f"{unit} "
-                "[{elapsed}<{remaining}, {rate_fmt}]"
+                "[{elapsed}<{remaining}, {rate_fmt}{postfix}]"
                 if self.total is not None
-                else "{desc}  " + counts + f"{unit} [{{elapsed}}, {{rate_fmt}}]"
+                else "{desc}  " + counts + f"{unit} [{{elapsed}}, {{rate_fmt}}{{postfix}}]"
             ),
         )
         self._closed = False
@@ -145,6 +145,12 @@ class Progress:
                 self._bar.update(int(n))
             except (OSError, ValueError):  # a closed or broken stderr must not end the run
                 self._bar.disable = True
+
+    def status(self, text: str) -> None:
+        """Show ``text`` after the counts (e.g. "running 2, failed 0"), at the next redraw."""
+        if not self._closed:
+            with contextlib.suppress(OSError, ValueError):
+                self._bar.set_postfix_str(text, refresh=False)
 
     def close(self, ok: bool = True) -> None:
         """End the display: the final line stays if ``ok``, else the line is cleared.

@@ -37,17 +37,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hroof._base.errors import ConfigError, suggest
+from hroof._base.errors import ConfigError, HroofError, suggest
+from hroof._base.toml import load_toml
 from hroof.accel.device import Device, element_size, positive_int
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: Layer type -> the keys it accepts (besides ``type`` and ``name``).
 LAYER_KEYS = {
@@ -193,8 +188,8 @@ def load_network(name_or_path: str | Path) -> Network:
             f"{path} is not a UTF-8 text file: {exc.reason} at byte {exc.start}"
         ) from None
     try:
-        doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        doc = load_toml(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (HroofError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} is not valid {path.suffix[1:].upper()}: {exc}") from None
     return network_from_dict(doc, str(path))
 

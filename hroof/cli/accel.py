@@ -15,7 +15,7 @@ import textwrap
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure
-from hroof._base.units import parse_float, parse_int
+from hroof._base.units import format_si, parse_float, parse_int
 from hroof.cli.text import Col, emit, text_table
 
 _FMT = argparse.RawDescriptionHelpFormatter
@@ -76,20 +76,12 @@ def seconds_text(t: float) -> str:
     return f"{t * 1e6:.3g} us"
 
 
-def _si(x: float, unit: str) -> str:
-    """A count in decimal prefixes, 3-4 significant digits: ``17.2 GFLOP``, ``402.7 MB``."""
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if x >= scale:
-            return f"{x / scale:.4g} {prefix}{unit}"
-    return f"{x:g} {unit}"
-
-
 def _flops_text(f: float) -> str:
-    return _si(f, "FLOP")
+    return format_si(f, "FLOP", digits=4, small=False)
 
 
 def _bytes_text(b: float) -> str:
-    return _si(b, "B")
+    return format_si(b, "B", digits=4, small=False)
 
 
 # ---------------------------------------------------------------------------- gemm

@@ -32,14 +32,16 @@ from hroof.cli import (
     run,
     simulate,
     spmv_blocking,
+    study,
     sweep,
     table,
 )
+from hroof.studies.executor import PointsFailed
 
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
 COMMANDS = (
-    simulate, sweep, run, demo, machine, measure, energy, spmv_blocking, table, accel,
+    simulate, sweep, study, run, demo, machine, measure, energy, spmv_blocking, table, accel,
     gpu_threads,
 )  # fmt: skip
 
@@ -140,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code if isinstance(code, int) else (0 if code is None else 2)
     try:
         return args.func(args)
+    except PointsFailed as exc:  # the others finished: status 1, not 2
+        sys.stderr.write(f"hroof: error: {_one_line(str(exc))}\n")
+        return 1
     except HroofError as exc:
         return _fail(str(exc))
     except BrokenPipeError:  # stdout closed early, e.g. `hroof ... | head`

@@ -4,13 +4,22 @@ on a machine, with the simulated AI per level next to the ideal on request."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import textwrap
 
 from hroof._base.progress import Progress
 from hroof._base.units import parse_int
-from hroof.cli.options import positive_int
+from hroof.cli.options import (
+    MACHINE_HELP,
+    machine_option,
+    open_engine,
+    positive_int,
+    scheduler_option,
+)
 from hroof.cli.text import Col, ai_text, emit, term_width, text_table
 from hroof.roofline.table import DEFAULT_MAX_ACCESSES
+from hroof.studies.executor import SCHEDULER_ENV
 
 #: N when none is given (powers of two, so the fft row is defined).
 DEFAULT_NS = (1024, 1048576)
@@ -81,12 +90,9 @@ def register(sub, machine_sub) -> None:
         help="nonzeros per row of the cg and spmv operator (default: %(default)s, the "
         "7-point stencil)",
     )
-    p.add_argument(
-        "--machine",
-        metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file; its "
-        "peak and memory bandwidth give the bound, its caches the simulation (default: "
-        "the bundled 'default')",
+    machine_option(
+        p,
+        MACHINE_HELP + "; its peak and memory bandwidth give the bound, its caches the simulation",
     )
     p.add_argument(
         "--simulate",
@@ -105,6 +111,7 @@ def register(sub, machine_sub) -> None:
                    help="print each kernel's constants and assumptions")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the table as JSON (hroof.table/1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    scheduler_option(p)
     p.set_defaults(func=cmd_table)
 
 
@@ -114,7 +121,13 @@ def run_table(args) -> dict:
     from hroof.studies.table import table_doc
 
     machine = load_machine(args.machine)
-    with Progress(None, enabled=False if args.quiet else None) as bar:
+    engine = None  # --simulate runs in this process unless a scheduler is named
+    if args.simulate and (args.scheduler or os.environ.get(SCHEDULER_ENV, "").strip()):
+        engine = open_engine(args)
+    with contextlib.ExitStack() as stack:
+        if engine is not None:
+            stack.enter_context(engine)
+        bar = stack.enter_context(Progress(None, enabled=False if args.quiet else None))
         return table_doc(
             list(args.kernel) if args.kernel is not None else None,
             list(args.n) if args.n else list(DEFAULT_NS),
@@ -123,6 +136,7 @@ def run_table(args) -> dict:
             simulate=args.simulate,
             max_accesses=args.max_accesses,
             progress=bar,
+            executor=engine,
         )
 
 

@@ -238,10 +238,13 @@ class Machine:
         lacking = [m for m in self.missing() if (m.endswith("bandwidth") and bandwidths)
                    or (m == "compute peak" and peak)]  # fmt: skip
         if lacking:
+            from hroof.machine.host import missing_host_figures_hint
+
             where = f" ({self.source})" if self.source else ""
             raise ConfigError(
                 f"machine {self.name}{where} has no {', '.join(lacking)}; {command} needs "
                 "them: add them to its machine file (see docs/roofline.md)"
+                + missing_host_figures_hint(self)
             )
 
 

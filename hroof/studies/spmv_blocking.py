@@ -156,6 +156,7 @@ def run_blocking(
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
     plans: Sequence[Plan] | None = None,
+    executor=None,
 ) -> list[BlockingPoint]:
     """Simulate SpMV on one matrix in CSR and in each ``r x c`` block size.
 
@@ -171,7 +172,7 @@ def run_blocking(
         The caches (default: the default machine's).
     csr : bool
         Also simulate plain CSR (first).
-    classify, workers, use_cache, progress
+    classify, workers, use_cache, progress, executor
         As for :func:`hroof.studies.sweep.run_sweep` (results are cached the
         same way; ``progress`` is called with 1 per point).
     plans : sequence of Plan, optional
@@ -198,7 +199,8 @@ def run_blocking(
     if plans is None:
         plans = plan_blocking(matrix, blocks, csr=csr)  # every error before any simulation
     points = run_sweep("spmv", [p.params for p in plans], hierarchy, classify=classify,
-                       workers=workers, use_cache=use_cache, progress=progress)  # fmt: skip
+                       workers=workers, use_cache=use_cache, progress=progress,
+                       executor=executor)  # fmt: skip
     out = []
     for plan, pt in zip(plans, points, strict=True):
         prm = plan.params

@@ -15,19 +15,18 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hroof._base.errors import HroofError
-from hroof._base.outdir import run_pool
 from hroof._base.units import parse_range
 from hroof.cachesim import HierarchyConfig, SimResult
 from hroof.machine.model import Machine
 from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.studies.cache import ResultCache, cache_key
+from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import get_kernel
 from hroof.traces.limits import check_plan
 
@@ -107,11 +106,9 @@ class SweepPoint:
         return d
 
 
-def _simulate_point(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict):
-    """Worker: one point, returned as a plain dict (cheap to send between processes)."""
-    from hroof.studies.runs import simulate_kernel
-
-    return simulate_kernel(kernel, hierarchy, **options, **params).to_dict()
+def point_label(kernel: str, params: dict) -> str:
+    """A point by name: ``stencil7 n=64 radius=1``."""
+    return " ".join([kernel, *(f"{k}={v}" for k, v in params.items())])
 
 
 def run_sweep(
@@ -124,12 +121,19 @@ def run_sweep(
     workers: int | None = None,
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[SweepPoint]:
     """Simulate ``kernel`` at every point (a dict of parameter values, text or typed).
 
-    Points run in ``workers`` processes (default: one per core, at most the
-    number of points) and come back in the order given. ``progress`` is
-    called with 1 after each point.
+    Points run on ``executor`` (:mod:`hroof.studies.executor`; default: a pool of
+    ``workers`` local processes, one per core, at most the number of points) and
+    come back in the order given. ``progress`` is called with 1 after each point.
+    Only this process reads and writes the result cache.
+
+    Raises
+    ------
+    PointsFailed
+        Some points failed where they ran; every other point finished and is cached.
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
@@ -149,22 +153,18 @@ def run_sweep(
                 progress(1)
             continue
         todo.append((i, plan, key))
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = max(1, min(workers, len(todo)))
-
-    def done(i, key, d):
-        results[i] = SimResult.from_dict(d)
-        store.put(key, d)
-        if progress:
-            progress(1)
-
-    if workers == 1:
-        for i, plan, path in todo:
-            done(i, path, _simulate_point(kernel, plan.params, hierarchy, options))
-    elif todo:  # workers that ignore Ctrl-C, all killed at once on an interrupt
-        calls = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
-        run_pool(_simulate_point, calls, workers, lambda j, d: done(*todo[j][::2], d))
+    engine = executor if executor is not None else LocalPool(workers)
+    argsets = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
+    failed = []
+    for out in track(engine, simulate_point, argsets, progress):
+        i, plan, key = todo[out.index]
+        if out.ok:
+            results[i] = SimResult.from_dict(out.value)
+            store.put(key, out.value)
+        else:
+            failed.append((point_label(kernel, plan.params), out.error))
+    if failed:
+        raise PointsFailed(failed, len(plans))
     return [
         SweepPoint(plan.params, plan.footprint, res, c)
         for plan, res, c in zip(plans, results, cached, strict=True)

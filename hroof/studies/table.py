@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hroof.cachesim import SimResult
 from hroof.machine.model import Machine
 from hroof.roofline.table import (
     DEFAULT_MAX_ACCESSES,
@@ -15,7 +16,9 @@ from hroof.roofline.table import (
     get_table_kernel,
     plan_simulation,
 )
+from hroof.studies.executor import Executor, PointsFailed, simulate_point, track
 from hroof.studies.runs import simulate_kernel
+from hroof.studies.sweep import point_label
 
 
 def table_doc(
@@ -27,10 +30,16 @@ def table_doc(
     simulate: bool = False,
     max_accesses: int = DEFAULT_MAX_ACCESSES,
     progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> dict:
     """The ``hroof.table/1`` document: the analytic rows of ``kernels`` (default: all) at
     each N on ``machine``, and with ``simulate`` each row hroof has a kernel for simulated
-    at the matching size (up to ``max_accesses`` accesses); ``progress`` counts accesses."""
+    at the matching size (up to ``max_accesses`` accesses); ``progress`` counts accesses.
+
+    The simulations run in this process, one after the other, unless an ``executor``
+    (:mod:`hroof.studies.executor`) is given; then ``progress`` counts each point's
+    accesses when it finishes, and a point that fails raises :class:`PointsFailed`
+    once the others are done."""
     explicit = kernels is not None
     names = list(kernels) if explicit else list(KERNELS)
     for name in names:
@@ -52,9 +61,22 @@ def table_doc(
             )
         if progress is not None and hasattr(progress, "total"):
             progress.total = sum(plan.accesses for _, _, plan in todo)
-        for i, stub, plan in todo:
-            result = simulate_kernel(plan, machine.hierarchy, progress=progress)
-            sims[i] = finish_simulation(stub, result)
+        if executor is None:
+            for i, stub, plan in todo:
+                result = simulate_kernel(plan, machine.hierarchy, progress=progress)
+                sims[i] = finish_simulation(stub, result)
+        else:  # the same simulation, sent as (kernel, params) and back as hroof.result/1
+            argsets = [(plan.kernel, plan.params, machine.hierarchy, {}) for _, _, plan in todo]
+            weights = [plan.accesses for _, _, plan in todo]
+            failed = []
+            for out in track(executor, simulate_point, argsets, progress, weights):
+                i, stub, plan = todo[out.index]
+                if out.ok:
+                    sims[i] = finish_simulation(stub, SimResult.from_dict(out.value))
+                else:
+                    failed.append((point_label(plan.kernel, plan.params), out.error))
+            if failed:
+                raise PointsFailed(failed, len(todo))
     mem = machine.memory_bandwidth
     peak = fp64_peak(machine)
     return {
