@@ -98,7 +98,7 @@ class LevelConfig:
                 )
             if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):  # inf is no figure
                 raise ConfigError(
-                    f"{self.name} bandwidth must be a positive finite number of GB/s, got "
+                    f"{self.name} bandwidth must be positive and finite (GB/s), got "
                     f"{self.bandwidth!r}"
                 )
 
