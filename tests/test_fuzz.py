@@ -506,7 +506,7 @@ EVERY_COMMAND = [
     (["demo", "--machine", "nonexistent-machine"], ["nonexistent-machine"]),
     (["machine", "show", "nonexistent-machine"], ["nonexistent-machine"]),
     (["machine", "detect", "--cpuinfo", "/nonexistent"], ["--cpuinfo", "no such file"]),
-    (["machine", "detect", "--sysfs", "/nonexistent"], ["--sysfs"]),
+    (["machine", "detect", "--sysfs", "/nonexistent"], ["not a directory"]),
     (["energy", "triad", "n=1e400", "--machine", "i7-950"], ["out of range"]),
     (["spmv-blocking", "--r", "0"], []),
     (["table", "--n", "inf"], []),

@@ -41,11 +41,20 @@ def _raise(signum, frame):
     raise Terminated(signum)
 
 
-def signals_raise() -> None:
-    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread."""
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread;
+    the previous handlers come back after it (a library caller's own are kept)."""
+    old = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread
-            signal.signal(sig, _raise)
+            old[sig] = signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
 
 
 # ---------------------------------------------------------------------------- directories

@@ -130,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 2 for bad input or usage (one line on stderr), 128 + the
         signal's number when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
     """
-    signals_raise()  # SIGTERM, SIGHUP: the same cleanup as Ctrl-C, then one line
+    with signals_raise():  # SIGTERM, SIGHUP: the same cleanup as Ctrl-C, then one line
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
