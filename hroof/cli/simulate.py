@@ -131,11 +131,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     out = Path(args.out)
     name = out.name.lower()
     if name.endswith(".npz"):  # streamed: one chunk in memory, whatever the trace's length
-
-        def writer(tmp, chunks):
-            write_npz_streaming(tmp, lambda: plan.chunks(args.chunk_size), plan.accesses)
-
-        per_access = 13
+        writer, per_access = write_npz_streaming, 13
     elif name.endswith((".din", ".din.gz")):
         writer, per_access = write_din, 20
     else:
@@ -143,8 +139,25 @@ def cmd_trace(args: argparse.Namespace) -> int:
     check_time(plan.accesses, WRITE_PACE, MAX_SECONDS, f"writing {plan.accesses:,} accesses")
     check_disk(per_access * plan.accesses, out, f"--out {out}")
     # Written beside the target and renamed, so a failure leaves no partial file behind.
+    # Progress on stderr (a terminal only): an npz's three members count once each.
+    passes = 3 if name.endswith(".npz") else 1
+
+    def counted(chunks, bar):
+        for chunk in chunks:
+            bar(len(chunk[0]))
+            yield chunk
+
     try:
-        replace_with(out, lambda tmp: writer(tmp, plan.chunks(args.chunk_size, reuse=False)))
+        with Progress(passes * plan.accesses, label="write") as bar:
+            if passes == 3:
+
+                def make():
+                    return counted(plan.chunks(args.chunk_size), bar)
+
+                replace_with(out, lambda tmp: write_npz_streaming(tmp, make, plan.accesses))
+            else:
+                chunks = counted(plan.chunks(args.chunk_size, reuse=False), bar)
+                replace_with(out, lambda tmp: writer(tmp, chunks))
     except HroofError as exc:
         raise HroofError(str(exc).replace(str(partial_path(out)), str(out))) from None
     emit(
