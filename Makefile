@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_billion.py
 	$(BIN)/python bench/kernels_end_to_end.py
 	$(BIN)/python bench/new_kernels_vs_naive.py
+	$(BIN)/python bench/mrc.py
 	$(BIN)/python -m pytest bench -q --benchmark-enable --benchmark-only
 
 demo: $(STAMP)

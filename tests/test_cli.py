@@ -330,6 +330,9 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
         assert (out_dir / f"{name}.png").stat().st_size > 10_000
         assert (out_dir / f"{name}.svg").is_file()
     assert not list(out_dir.glob(".*partial*"))
+    # The walls from the cache-size axis: the miss-ratio curve's knees and the conditions.
+    assert "Every L1 size at once" in out and "3D 135.1 KiB" in out
+    assert (out_dir / "mrc.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow

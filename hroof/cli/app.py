@@ -29,6 +29,7 @@ from hroof.cli import (
     gpu_threads,
     machine,
     measure,
+    mrc,
     run,
     simulate,
     spmv_blocking,
@@ -41,8 +42,8 @@ from hroof.studies.executor import PointsFailed
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
 COMMANDS = (
-    simulate, sweep, study, run, demo, machine, measure, energy, spmv_blocking, table, accel,
-    gpu_threads,
+    simulate, sweep, mrc, study, run, demo, machine, measure, energy, spmv_blocking, table,
+    accel, gpu_threads,
 )  # fmt: skip
 
 
@@ -66,6 +67,7 @@ examples:
   hroof kernels                               the kernels and their parameters
   hroof simulate stencil7 n=128               per-level table of one run
   hroof sweep stencil7 n=8..256:x2 --out d/   a size sweep, with figures and report
+  hroof mrc stencil7 n=64                     misses of every cache size, knees, AIs
   hroof run stencil7 n=128 --predict          run it natively: measured vs predicted
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof machine show skylake-sp               a machine: levels, bandwidths, peak

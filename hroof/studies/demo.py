@@ -52,6 +52,25 @@ def run_demo(
     return Demo(machine, small, large, points, walls, conditions)
 
 
+#: The size whose miss-ratio curve the demo draws: both stencil walls within the L3.
+DEMO_MRC_N = 64
+
+
+def demo_mrc(machine: Machine):
+    """The miss-ratio curve of the demo's stencil at ``DEMO_MRC_N`` into L1, read against
+    the layer conditions (:class:`hroof.roofline.mrc.MrcReport`): the walls of the size
+    sweep seen from the cache-size axis."""
+    from hroof.cachesim.mrc import miss_ratio_curve
+    from hroof.roofline.mrc import layer_capacities, report
+    from hroof.traces import plan_kernel
+
+    h = machine.hierarchy
+    plan = plan_kernel(DEMO_KERNEL, n=DEMO_MRC_N)
+    curve = miss_ratio_curve(plan.chunks(), h, source=plan.source())
+    lcs = layer_capacities(DEMO_KERNEL, plan.params, h)
+    return report(curve, h, flops=plan.flops, layer_conditions=lcs)
+
+
 def summary_table(demo: Demo) -> list[list[str]]:
     """Rows: per level, AI small vs large, the binding level, the wall measured and predicted."""
     rs, rl = roofline(demo.small, demo.machine), roofline(demo.large, demo.machine)
