@@ -27,9 +27,9 @@ from helpers import assert_cli_bad, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hroof
 from hroof._base.errors import HroofError
 from hroof._base.guards import MEMORY_ENV, ResourceError, check_finite, check_int64
+from hroof.traces import get_kernel
 
 #: The address-space limit of the subprocess cases: room for Python, NumPy and Numba, far
 #: from what any of the hostile requests below would allocate.
@@ -107,6 +107,9 @@ SIZE_CASES = [
     (["trace", "triad", "n=1e15", "--out", "x.din"], ["hours"]),
     (["run", "triad", "n=1e10"], ["natively", "needs"]),
     (["energy", "triad", "n=1e15", "--machine", "haswell"], None),
+    (["mrc", "triad", "n=1e13"], ["memory", "--no-simulate"]),
+    (["mrc", "triad", "n=1e13", "--no-simulate"], ["miss-ratio curve", "distinct lines"]),
+    (["mrc", "stencil7", "n=10000000"], ["64-bit"]),
 ]
 
 
@@ -148,6 +151,7 @@ def test_mtx_size_line_is_checked_before_reading(capsys, tmp_path, small_memory)
         ["simulate", "spmv", "matrix=big.mtx"],
         ["simulate", "--trace", "huge.npz", "--no-classify"],
         ["simulate", "--trace", "huge.din"],
+        ["mrc", "--trace", "huge.din"],
     ],
     ids=lambda v: " ".join(v)[:50],
 )
@@ -510,6 +514,8 @@ EVERY_COMMAND = [
     (["energy", "triad", "n=1e400", "--machine", "i7-950"], ["out of range"]),
     (["spmv-blocking", "--r", "0"], []),
     (["table", "--n", "inf"], []),
+    (["mrc", "triad", "n=10", "--sample", "1e400"], ["--sample"]),
+    (["mrc", "--trace", "x.din", "--chunk-size", "1e12"], ["--chunk-size"]),
     (["gemm", "128", "128", "128", "--tile", "1000000x1000000"], ["larger than C"]),
     (["gemm", "128", "128", "128", "--tile", "0x8"], ["tile"]),
     (["gemm", "1e400", "8", "8"], []),
@@ -578,7 +584,7 @@ def test_any_parameter_binds_or_refuses(kernel, key, value):
     """Binding never raises anything but a HroofError, never allocates past the limit."""
     os.environ[MEMORY_ENV] = str(256 << 20)
     try:
-        hroof.traces.get_kernel(kernel).bind(**{key: value})
+        get_kernel(kernel).bind(**{key: value})
     except HroofError as exc:
         assert "\n" not in str(exc)
     finally:

@@ -24,10 +24,8 @@ from hroof.cli.results import format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
-from hroof.traces.limits import MAX_SECONDS, check_plan, guard_chunks
+from hroof.traces.limits import BYTES_PER_READ_ACCESS, MAX_SECONDS, check_plan, guard_chunks
 
-#: Bytes the trace readers hold per access of a chunk (arrays and the parse's temporaries).
-BYTES_PER_READ_ACCESS = 64
 #: Accesses written per second, used only to refuse absurd requests.
 WRITE_PACE = 2e7
 

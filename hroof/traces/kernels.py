@@ -282,15 +282,25 @@ class Kernel:
         params = {p.name: p.default for p in self.params}
         for name, value in values.items():
             params[name] = self.param(name).parse(value, self.name)
-        plan = self.build(params)
+        try:
+            plan = self.build(params)
+        except OverflowError:  # a builder's int64 array of addresses or offsets
+            raise ResourceError(
+                f"{_label(self.name, values)}: an address or size is beyond the 64-bit range "
+                f"({INT_MAX:.3e}); choose smaller sizes"
+            ) from None
         _check_int64(plan, self.name, values)  # before any generator sees a number
         return replace(plan, kernel=self.name, params=params, notes=plan.notes or self.notes)
+
+
+def _label(kernel: str, params: dict) -> str:
+    return f"{kernel} ({', '.join(f'{k}={v}' for k, v in params.items())})"
 
 
 def _check_int64(plan: Plan, kernel: str, params: dict) -> None:
     """Every count and address of ``plan`` fits the 64-bit integers the generators, the
     simulator and the trace files hold; else one line naming the parameters."""
-    what = f"{kernel} ({', '.join(f'{k}={v}' for k, v in params.items())})"
+    what = _label(kernel, params)
     figures = [
         ("accesses", plan.accesses),
         ("flops", plan.flops),

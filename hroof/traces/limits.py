@@ -43,10 +43,16 @@ PACE = 1e8
 #: is a typo).
 MAX_SECONDS = 7 * 24 * 3600.0
 
+#: Bytes the trace readers hold per access of a chunk (arrays and the parse's temporaries).
+BYTES_PER_READ_ACCESS = 64
+#: Bytes of a miss-ratio curve's state per distinct line (time bitmap, Fenwick tree and
+#: line table, with their growth; ``hroof.cachesim.mrc`` keeps O(distinct lines)).
+MRC_BYTES_PER_LINE = 48
+
 _NO_CLASSIFY = "; --no-classify keeps memory bounded by the caches"
 
 
-def check_plan(plan, line_bits: int, *, classify: bool) -> None:
+def check_plan(plan, line_bits: int, *, classify: bool, hint: str = _NO_CLASSIFY) -> None:
     """Refuse a kernel plan whose simulation would run for more than a week, or whose
     classification flags would not fit in memory (one line, with the figures)."""
     what = f"simulating {plan.kernel} ({plan.accesses:,} accesses)"
@@ -57,7 +63,7 @@ def check_plan(plan, line_bits: int, *, classify: bool) -> None:
         check_memory(
             pages * BYTES_PER_PAGE,
             f"classifying the misses of {plan.kernel} ({pages:,} flag pages)",
-            hint=_NO_CLASSIFY,
+            hint=hint,
         )
 
 
@@ -69,7 +75,12 @@ def _spans(addr: np.ndarray, size: np.ndarray, line_bits: int) -> np.ndarray:
 
 
 def guard_chunks(
-    chunks: Iterable[tuple], line_bits: int, *, classify: bool, max_pieces: int = MAX_PIECES
+    chunks: Iterable[tuple],
+    line_bits: int,
+    *,
+    classify: bool,
+    max_pieces: int = MAX_PIECES,
+    hint: str = _NO_CLASSIFY,
 ) -> Iterator[tuple]:
     """The chunks of a trace, re-cut so none expands past ``max_pieces`` line pieces, and
     with classification checked page by page against the memory available (see the module
@@ -84,7 +95,7 @@ def guard_chunks(
                 seen.size * BYTES_PER_PAGE,
                 f"classifying the misses of this trace ({seen.size:,} distinct 512-line "
                 "regions so far)",
-                hint=_NO_CLASSIFY,
+                hint=hint,
             )
         if not addr.size or addr.dtype.kind not in "iu" or size.dtype.kind not in "iu":
             yield addr, size, kind  # the simulator reports what is wrong
