@@ -55,6 +55,7 @@ VALID = [
         "200",
     ],
     ["table"],
+    ["mrc", "stencil7", "n=16", "-q", "--no-simulate"],
 ]
 
 HOSTILE = [
@@ -77,6 +78,8 @@ HOSTILE = [
     ["simulate", "triad", "n=1.5"],
     ["sweep", "triad", "n=1e400"],
     ["run", "triad", "n=1e10"],
+    ["mrc", "triad", "n=1e13"],
+    ["simulate", "triad", "n=4611686018427387904"],
     [
         "mwp",
         "--mem-latency",
