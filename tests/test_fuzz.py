@@ -334,7 +334,7 @@ def test_interrupted_sweep_ends_promptly_and_cleanly(tmp_path, sig):
     args = ["sweep", "stencil7", "n=64..160:+16", "--machine", "teaching", "--workers", "2",
             "--no-cache", "--out", out, "-q"]  # fmt: skip
     proc = _spawn(args, tmp_path)
-    time.sleep(random.Random(sig).uniform(1.5, 4.0))
+    time.sleep(random.Random(sig).uniform(1.2, 2.5))
     os.killpg(proc.pid, sig)  # the whole group, as a terminal's Ctrl-C does
     try:
         _, err = proc.communicate(timeout=15)
@@ -361,7 +361,7 @@ def test_interrupted_sweep_ends_promptly_and_cleanly(tmp_path, sig):
 def test_interrupted_trace_write_leaves_no_partial_file(tmp_path, sig):
     (tmp_path / "x.din").write_text("0 40 8\n")  # the previous output
     proc = _spawn(["trace", "triad", "n=3e7", "--out", "x.din"], tmp_path)
-    time.sleep(random.Random(int(sig) + 7).uniform(1.0, 3.0))
+    time.sleep(random.Random(int(sig) + 7).uniform(0.8, 2.0))
     os.killpg(proc.pid, sig)
     _, err = proc.communicate(timeout=20)
     assert "Traceback" not in err
