@@ -10,6 +10,7 @@ half-written file is ever left that looks complete. An ``OSError`` becomes a one
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,7 +41,8 @@ def replace_with(path: str | Path, write: Callable[[Path], object]) -> Path:
         write(tmp)
         os.replace(tmp, path)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. the parent is a file: no temporary exists
+            tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
             raise HroofError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise

@@ -381,7 +381,7 @@ def analyse_gemm(
         peak=dev.peak,
         flops=flops,
         ai=levels[-1].ai,
-        tile_ai=tile_ai(mt, nt, elem),
+        tile_ai=tile_ai(min(mt, m), min(nt, n), elem),  # a tile holds no rows C lacks
         levels=tuple(levels),
         attainable=attainable,
         binding=binding,

@@ -214,9 +214,15 @@ def timeline(
     left = [mem_insts] * warps
     pipe = 0.0  # when the issue pipeline is free
     slots: list[float] = []  # end times of memory periods in flight (heap)
-    while any(left):
-        # the warp that can start computing soonest (lowest number on a tie)
-        w = min((i for i in range(warps) if left[i]), key=lambda i: (max(ready[i], pipe), i))
+    # The warp that can start computing soonest, lowest number on a tie: among the warps
+    # ready by the time the pipeline is free, the lowest number (heap ``now``); if none,
+    # the earliest ready (heap ``later`` of (ready, warp)). O(periods log warps).
+    now: list[int] = []
+    later: list[tuple[float, int]] = [(0.0, i) for i in range(warps)]
+    for _ in range(warps * mem_insts):
+        while later and later[0][0] <= pipe:
+            heapq.heappush(now, heapq.heappop(later)[1])
+        w = heapq.heappop(now) if now else heapq.heappop(later)[1]
         start = max(ready[w], pipe)
         end = start + comp_period
         comp[w].append((start, end))
@@ -228,5 +234,7 @@ def timeline(
         heapq.heappush(slots, m0 + mem_period)
         ready[w] = m0 + mem_period
         left[w] -= 1
+        if left[w]:
+            heapq.heappush(later, (ready[w], w))
     total = max(p[1] for per in mem for p in per)
     return Timeline(total, tuple(map(tuple, comp)), tuple(map(tuple, mem)))

@@ -96,8 +96,11 @@ class LevelConfig:
                 raise ConfigError(
                     f"{self.name} bandwidth must be a number of GB/s, got {self.bandwidth!r}"
                 )
-            if not self.bandwidth > 0:
-                raise ConfigError(f"{self.name} bandwidth must be positive, got {self.bandwidth!r}")
+            if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):  # inf is no figure
+                raise ConfigError(
+                    f"{self.name} bandwidth must be positive and finite (GB/s), got "
+                    f"{self.bandwidth!r}"
+                )
 
     @property
     def sets(self) -> int:

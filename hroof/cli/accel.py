@@ -152,6 +152,11 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 
     dev = _device(args.machine, args.dtype)
     tile = None if args.tile is None else parse_tile(args.tile)
+    if tile and not args.sweep and (tile[0] > args.m or tile[1] > args.n):
+        raise HroofError(
+            f"--tile {tile[0]}x{tile[1]} is larger than C ({args.m} x {args.n}); a tile "
+            f"is at most M x N (e.g. --tile {min(tile[0], args.m)}x{min(tile[1], args.n)})"
+        )
     split = args.split_k
     if split is not None and split < 1:
         raise HroofError(f"--split-k must be a positive whole number, got {split}")

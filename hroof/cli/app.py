@@ -7,19 +7,21 @@ prints a result only once it is complete. The simulator (and so Numba) is
 imported by the commands that need it, so ``hroof --help`` answers at once.
 
 Exit status: 0 success, 1 a multi-point run finished with failed points, 2 bad
-input or usage, 130 interrupted (Ctrl-C).
+input or usage, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from contextlib import suppress
 
 import hroof
 from hroof._base.errors import HroofError
+from hroof._base.outdir import signals_raise
 from hroof.cli import (
     accel,
     demo,
@@ -127,9 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 2 for bad input or usage (one line on stderr), 130 when
-        interrupted.
+        0 on success, 2 for bad input or usage (one line on stderr), 128 + the
+        signal's number when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
     """
+    with signals_raise():  # SIGTERM, SIGHUP: the same cleanup as Ctrl-C, then one line
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -154,9 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
-    except KeyboardInterrupt:
-        sys.stderr.write("hroof: interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        with suppress(OSError, ValueError):
+            by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+            sys.stderr.write(f"hroof: interrupted{by}\n")
+            sys.stderr.flush()
+        return 128 + signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from hroof._base.errors import HroofError
+from hroof._base.outdir import moved, output_dir
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
@@ -42,13 +43,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = summary_table(demo)
     story = summary_lines(demo)
     lesson = carm_lesson(demo.large, machine)
-    written = write_report(
-        demo.points, machine, Path(args.out),
-        title=f"hroof demo: {DEMO_KERNEL} in steady state on {machine.name}", summary=summary,
-        # the walls left out are listed under the report's wall table already
-        notes=[*(ln for ln in story if not ln.startswith(("Left out", "Predicted but"))),
-               "Cache-aware reading: " + lesson],
-    )  # fmt: skip
+    with output_dir(args.out) as stage:  # staged, then moved in together under a lock
+        written = moved(write_report(
+            demo.points, machine, stage,
+            title=f"hroof demo: {DEMO_KERNEL} in steady state on {machine.name}",
+            summary=summary,
+            # the walls left out are listed under the report's wall table already
+            notes=[*(ln for ln in story if not ln.startswith(("Left out", "Predicted but"))),
+                   "Cache-aware reading: " + lesson],
+        ), stage, Path(args.out))  # fmt: skip
     width = term_width()
     lines = [
         f"hroof demo: {DEMO_KERNEL} in steady state ({DEMO_WARMUP} warm-up sweeps simulated "

@@ -26,9 +26,12 @@ def cmd_machine_detect(args: argparse.Namespace) -> int:
     The text is parsed back and validated before it is printed or written, so a file
     that is written always loads with ``load_machine``; ``--out`` writes atomically.
     """
-    from hroof.machine.host import host_toml, read_host
+    from hroof.machine.host import CPUINFO, host_toml, read_host
     from hroof.machine.model import machine_from_dict
 
+    # A file the user named must exist: "unknown CPU" from a typo would be a wrong answer.
+    if args.cpuinfo != CPUINFO and not Path(args.cpuinfo).is_file():
+        raise HroofError(f"--cpuinfo {args.cpuinfo}: no such file")
     report = read_host(args.sysfs, args.cpuinfo)
     text = host_toml(report.machine, report.flags, report.notes)
     machine_from_dict(load_toml(text), source="<detected host>")  # must load back

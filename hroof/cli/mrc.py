@@ -16,6 +16,7 @@ import textwrap
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
+from hroof._base.guards import check_memory
 from hroof._base.progress import Progress
 from hroof._base.units import format_bytes, format_size, parse_float
 from hroof.cli.options import (
@@ -30,6 +31,7 @@ from hroof.cli.options import (
 from hroof.cli.text import Col, ai_text, assignments_text, emit, text_table
 from hroof.machine.model import resolve_machine
 from hroof.traces import FORMATS, count_accesses, detect_format, iter_trace
+from hroof.traces.limits import BYTES_PER_READ_ACCESS, MRC_BYTES_PER_LINE, check_plan, guard_chunks
 
 _DESCRIPTION = """\
 Compute the miss-ratio curve of a kernel's (or a trace's) access stream: the misses of a
@@ -168,6 +170,10 @@ def format_mrc(report, *, title: str) -> str:
     return "\n".join(out)
 
 
+#: What to do when the simulation's classification would not fit.
+_NO_SIM = "; --no-simulate draws the curve without the simulation that classifies"
+
+
 def cmd_mrc(args: argparse.Namespace) -> int:
     """``hroof mrc``: the miss-ratio curve of a kernel or a trace, with knees and AIs."""
     from hroof.cachesim import simulate
@@ -191,6 +197,12 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         plan = kernel_plan(args.kernel, args.params)
         source = plan.source()
         flops = plan.flops
+        # Before anything runs: the simulation's time and classification, and the curve's
+        # state (O(distinct lines): at most the footprint's lines, about 48 bytes each).
+        check_plan(plan, machine.line_bits, classify=not args.no_simulate, hint=_NO_SIM)
+        lines = plan.footprint >> machine.line_bits
+        check_memory(MRC_BYTES_PER_LINE * (lines + 65536), f"the miss-ratio curve of "
+                     f"{plan.kernel} ({lines:,} distinct lines)")  # fmt: skip
 
         def chunks():
             return plan.chunks(args.chunk_size)
@@ -204,8 +216,14 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         source = {"trace": path, "format": fmt}
         flops = args.flops
 
-        def chunks():
-            return iter_trace(path, fmt, chunk_size=args.chunk_size)
+        check_memory(  # the reader's buffers, before it allocates them
+            BYTES_PER_READ_ACCESS * args.chunk_size,
+            f"a chunk of {args.chunk_size:,} accesses", hint="; lower --chunk-size",
+        )  # fmt: skip
+
+        def chunks():  # bounded line pieces per chunk; classification pages counted
+            raw = iter_trace(path, fmt, chunk_size=args.chunk_size)
+            return guard_chunks(raw, machine.line_bits, classify=not args.no_simulate, hint=_NO_SIM)
 
         total = count_accesses(path, fmt)
         title = f"Miss-ratio curve of {path}"

@@ -16,6 +16,7 @@ import json
 import sys
 import textwrap
 
+from hroof._base.guards import check_memory
 from hroof._base.progress import Progress
 from hroof.cli.options import kernel_plan, positive_int, seconds
 from hroof.cli.text import REPORT_WIDTH, Col, assignments_text, emit, format_bytes, text_table
@@ -150,6 +151,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     plan = kernel_plan(args.kernel, args.params)
     require_native(plan.kernel)
+    # The native run allocates the kernel's arrays for real: refuse what cannot fit.
+    check_memory(plan.footprint, f"running {plan.kernel} natively (its arrays)")
     machine = None
     chosen = None
     if args.machine is not None or args.predict:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from hroof._base.errors import HroofError
 from hroof._base.files import partial_path, replace_with
+from hroof._base.guards import check_disk, check_memory, check_time
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
@@ -24,6 +25,10 @@ from hroof.cli.results import format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
 from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
+from hroof.traces.limits import BYTES_PER_READ_ACCESS, MAX_SECONDS, check_plan, guard_chunks
+
+#: Accesses written per second, used only to refuse absurd requests.
+WRITE_PACE = 2e7
 
 if TYPE_CHECKING:
     from hroof.cachesim import HierarchyConfig, SimResult
@@ -52,6 +57,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 raise HroofError(f"{flag} is for --trace; a kernel knows its own")
         plan = kernel_plan(args.kernel, args.params)
         machine = resolve_machine(args.machine)
+        check_plan(plan, machine.line_bits, classify=not args.no_classify)
         from hroof.studies.runs import simulate_kernel
 
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
@@ -76,7 +82,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
     # iter_trace checks the file (exists, readable, npz layout) before anything runs.
+    check_memory(  # the reader's buffers, before it allocates them
+        BYTES_PER_READ_ACCESS * args.chunk_size,
+        f"a chunk of {args.chunk_size:,} accesses",
+        hint="; lower --chunk-size",
+    )
     chunks = iter_trace(path, fmt, chunk_size=args.chunk_size, access_size=args.access_size)
+    # Bounded line pieces per chunk, and classification memory checked as pages appear.
+    chunks = guard_chunks(chunks, machine.line_bits, classify=not args.no_classify)
     total = count_accesses(path, fmt)
     # A trace written by 'hroof trace' knows its kernel, flops and warm-up accesses.
     meta = read_trace_meta(path) if fmt == "npz" else None
@@ -136,35 +149,52 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     """``hroof trace KERNEL KEY=VALUE --out FILE``: write a kernel's trace to npz or din."""
-    from hroof.traces import write_din, write_npz
+    from hroof.traces import write_din
+    from hroof.traces.npz_out import write_npz_streaming
 
     plan = kernel_plan(args.kernel, args.params)
     out = Path(args.out)
     name = out.name.lower()
-    if name.endswith(".npz"):
-        writer = write_npz
+    if name.endswith(".npz"):  # streamed: one chunk in memory, whatever the trace's length
+        writer, per_access = write_npz_streaming, 13
     elif name.endswith((".din", ".din.gz")):
-        writer = write_din
+        writer, per_access = write_din, 20
     else:
         raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
+    check_time(plan.accesses, WRITE_PACE, MAX_SECONDS, f"writing {plan.accesses:,} accesses")
+    check_disk(per_access * plan.accesses, out, f"--out {out}")
     from hroof.studies import runs
 
-    size = plan.accesses * runs.NPZ_BYTES_PER_ACCESS
-    if writer is write_npz and size > runs.TRACE_WARN_BYTES:
+    if name.endswith(".npz") and per_access * plan.accesses > runs.TRACE_WARN_BYTES:
         from hroof._base.units import format_bytes
 
-        print(f"hroof: warning: {out} will be about {format_bytes(size)} "
-              f"({plan.accesses:,} accesses x {runs.NPZ_BYTES_PER_ACCESS} bytes)",
+        print(f"hroof: warning: {out} will be about {format_bytes(per_access * plan.accesses)} "
+              f"({plan.accesses:,} accesses x {per_access} bytes)",
               file=sys.stderr, flush=True)  # fmt: skip
-
-    def write(tmp):
-        writer(tmp, plan.chunks(args.chunk_size, reuse=False))
-        if writer is write_npz:  # the kernel, its parameters and flops, for simulate --trace
-            runs.add_trace_meta(tmp, plan)
-
     # Written beside the target and renamed, so a failure leaves no partial file behind.
+    # Progress on stderr (a terminal only): an npz's three members count once each.
+    passes = 3 if name.endswith(".npz") else 1
+
+    def counted(chunks, bar):
+        for chunk in chunks:
+            bar(len(chunk[0]))
+            yield chunk
+
     try:
-        replace_with(out, write)
+        with Progress(passes * plan.accesses, label="write") as bar:
+            if passes == 3:
+
+                def make():
+                    return counted(plan.chunks(args.chunk_size), bar)
+
+                def write(tmp):
+                    write_npz_streaming(tmp, make, plan.accesses)
+                    runs.add_trace_meta(tmp, plan)  # kernel, parameters, flops: simulate --trace
+
+                replace_with(out, write)
+            else:
+                chunks = counted(plan.chunks(args.chunk_size, reuse=False), bar)
+                replace_with(out, lambda tmp: writer(tmp, chunks))
     except HroofError as exc:
         raise HroofError(str(exc).replace(str(partial_path(out)), str(out))) from None
     emit(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
+from hroof._base.outdir import moved, output_dir
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
@@ -62,8 +63,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
         walls = sweep_walls(points, machine, vary[0])
     written = []
-    if args.out is not None:
-        written = _sweep_outputs(Path(args.out), points, machine, walls, vary)
+    if args.out is not None:  # staged, then moved in together under a lock
+        out = Path(args.out)
+        with output_dir(out) as stage:
+            written = moved(_sweep_outputs(stage, points, machine, walls, vary), stage, out)
     if args.json:
         import json
 
@@ -124,10 +127,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``hroof report RESULTS.json|DIR``: the report of a saved sweep."""
     from hroof.machine.model import load_machine
     from hroof.plots.report import write_report
-    from hroof.studies.sweep import load_sweep
+    from hroof.studies.sweep import load_sweep, sweep_machine
 
     points, name = load_sweep(Path(args.results))
-    machine = load_machine(args.machine)
+    # The machine results.json names, unless --machine says otherwise.
+    machine = load_machine(args.machine) if args.machine else sweep_machine(name)
+    if machine is None:
+        raise HroofError(
+            f"{args.results} names machine {name!r}, which is not a bundled one: pass the "
+            "sweep's --machine (its file)"
+        )
     ran = [(lv.name, lv.size, lv.ways, lv.line) for lv in points[0].result.levels]
     have = [(lv.name, lv.size, lv.ways, lv.line) for lv in machine.hierarchy.levels]
     if ran != have:
@@ -137,7 +146,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     src = Path(args.results)
     out = Path(args.out) if args.out else (src if src.is_dir() else src.parent)
-    written = write_report(points, machine, out, title=f"hroof sweep on {name or machine.name}")
+    with output_dir(out) as stage:
+        title = f"hroof sweep on {name or machine.name}"
+        written = moved(write_report(points, machine, stage, title=title), stage, out)
     emit("wrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -205,6 +216,10 @@ def register(sub, machine_sub) -> None:
         "--out DIR', from DIR or DIR/results.json, without simulating again.",
     )
     p.add_argument("results", metavar="RESULTS.json|DIR", help="a saved sweep")
-    p.add_argument("--machine", metavar="NAME|FILE", help="the sweep's machine (for the roofs)")
+    p.add_argument(
+        "--machine",
+        metavar="NAME|FILE",
+        help="the sweep's machine (default: the bundled machine results.json names)",
+    )
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
     p.set_defaults(func=cmd_report)

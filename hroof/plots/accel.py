@@ -214,10 +214,17 @@ def network_figure(na: NetworkAnalysis, dev: Device):
     return fig
 
 
+#: Most warps the replay figure draws one row each (beyond, the first ones are drawn and
+#: the title says how many there are: a figure a thousand rows tall says nothing more).
+MAX_TIMELINE_ROWS = 48
+
+
 def timeline_figure(t: Timeline, r: MwpResult | None = None):
     """The MWP/CWP replay as the article draws it: one row per warp, computation periods
-    as white boxes, memory waiting periods as coloured ones, time in cycles."""
-    n = len(t.compute)
+    as white boxes, memory waiting periods as coloured ones, time in cycles (the first
+    :data:`MAX_TIMELINE_ROWS` warps when there are more)."""
+    total_warps = len(t.compute)
+    n = min(total_warps, MAX_TIMELINE_ROWS)
     fig = figure(7.5, 0.6 + 0.32 * n)
     ax = fig.add_subplot()
     for w in range(n):
@@ -240,11 +247,17 @@ def timeline_figure(t: Timeline, r: MwpResult | None = None):
         )
     ax.set_yticks(range(n), [f"warp {n - y}" for y in range(n)])
     ax.set_xlabel("time (cycles)")
-    ax.set_xlim(0, t.total * 1.02)
-    ax.axvline(t.total, color="black", lw=1, ls="--")
+    end = t.total
+    if total_warps > n:  # the drawn warps' span, not the whole replay's
+        end = max(b for per in (*t.compute[:n], *t.memory[:n]) for _, b in per)
+    ax.set_xlim(0, end * 1.02)
+    ax.axvline(end, color="black", lw=1, ls="--")
     ax.set_ylim(-1.2, n - 0.4)
-    ax.text(t.total, -0.9, f"total {t.total:g} cycles ", ha="right", va="center", fontsize=8)
+    label = f"total {t.total:g} cycles " if end == t.total else f"warp {n} ends at {end:g} "
+    ax.text(end, -0.9, label, ha="right", va="center", fontsize=8)
     what = "" if r is None else f": MWP {r.mwp:g}, CWP {r.cwp:g}, {r.dominant} dominates"
+    if total_warps > n:
+        what += f"\n(the first {n} of {total_warps:,} warps; all end at {t.total:g} cycles)"
     ax.set_title(f"MWP/CWP replay{what}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return fig

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hroof._base.errors import HroofError
+from hroof._base.outdir import kill_pool, worker_init
 
 #: Environment variable naming the Dask scheduler when ``--scheduler`` is not given.
 SCHEDULER_ENV = "HROOF_SCHEDULER"
@@ -163,18 +164,20 @@ class LocalPool(Executor):
         if n <= 1:
             yield from InProcess().run(fn, argsets)
             return
-        with ProcessPoolExecutor(max_workers=n) as pool:
+        # Workers ignore Ctrl-C; on it, a signal or an early stop all are killed at once.
+        pool = ProcessPoolExecutor(max_workers=n, initializer=worker_init)
+        try:
             futures = {pool.submit(fn, *args): i for i, args in enumerate(argsets)}
-            try:
-                for fut in as_completed(futures):
-                    exc = fut.exception()
-                    if exc is None:
-                        yield Outcome(futures[fut], fut.result())
-                    else:
-                        yield Outcome(futures[fut], error=_describe(exc))
-            finally:
-                for fut in futures:
-                    fut.cancel()
+            for fut in as_completed(futures):
+                exc = fut.exception()
+                if exc is None:
+                    yield Outcome(futures[fut], fut.result())
+                else:
+                    yield Outcome(futures[fut], error=_describe(exc))
+        except BaseException:
+            kill_pool(pool)
+            raise
+        pool.shutdown(wait=True)
 
 
 def _check_address(address: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from hroof.cachesim import HierarchyConfig, SimResult, simulate
 from hroof.machine.model import resolve_machine
 from hroof.traces.kernels import CHUNK, Plan, plan_kernel
+from hroof.traces.limits import check_plan
 
 
 def simulate_kernel(
@@ -40,6 +41,7 @@ def simulate_kernel(
         raise TypeError("give parameters to plan_kernel, not with a Plan")
     if not isinstance(machine, HierarchyConfig):
         machine = resolve_machine(machine)
+    check_plan(plan, machine.line_bits, classify=classify)  # time, classification memory
     if plan.steady:
         return simulate(
             machine,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from hroof.roofline.layers import STENCILS, PredictedWall, stencil_walls
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import accounting, get_kernel
+from hroof.traces.limits import check_plan
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
 MAX_POINTS = 10_000
@@ -66,6 +68,9 @@ def expand_grid(kernel: str, assignments: dict[str, str]) -> list[dict[str, str]
     for key in keys:
         k.param(key)  # raises for an unknown parameter, with a suggestion
     values = [parse_values(assignments[key]) for key in keys]
+    total = math.prod(len(v) for v in values)  # counted before the product is built
+    if total > MAX_POINTS:
+        raise HroofError(f"the sweep has {total:,} points; at most {MAX_POINTS:,}")
     points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
     if len(points) > MAX_POINTS:
         raise HroofError(f"the sweep has {len(points)} points; at most {MAX_POINTS}")
@@ -132,6 +137,8 @@ def run_sweep(
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
+    for plan in plans:  # time and classification memory, before any runs
+        check_plan(plan, hierarchy.line_bits, classify=classify)
     options = {"classify": classify, "flush": flush}
     store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
@@ -338,6 +345,8 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
         doc = json.loads(path.read_text())
         if doc.get("schema") != "hroof.sweep/1":
             raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        for i, p in enumerate(doc["points"]):  # as strictly as what is typed
+            _check_point(p, f"{path}: point {i}")
         points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
                              p.get("cached", False), p.get("measured"))
                   for p in doc["points"]]  # fmt: skip
@@ -348,6 +357,46 @@ def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
     if not points:
         raise HroofError(f"{path} holds no points")
     return points, doc.get("machine", "")
+
+
+def _check_point(p: dict, where: str) -> None:
+    """A saved point's footprint is a whole number of bytes >= 0 and every number of its
+    result and measurement finite and >= 0 (NaN, infinity, negatives are refused)."""
+    footprint = p["footprint"]
+    if isinstance(footprint, bool) or not isinstance(footprint, int) or footprint < 0:
+        raise HroofError(f"{where}: footprint must be a whole number of bytes >= 0, got "
+                         f"{footprint!r}")  # fmt: skip
+    result = {k: v for k, v in p["result"].items() if k != "source"}
+    for name, value in _numbers(result, "result"):
+        if not math.isfinite(value) or value < 0:
+            raise HroofError(f"{where}: {name} must be a finite number >= 0, got {value!r}")
+    for name, value in _numbers(p.get("measured") or {}, "measured"):
+        if not math.isfinite(value):
+            raise HroofError(f"{where}: {name} must be a finite number, got {value!r}")
+
+
+def _numbers(obj, name: str):
+    """Every number in a JSON value, with its dotted name."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _numbers(v, f"{name}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _numbers(v, f"{name}[{i}]")
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield name, obj
+
+
+def sweep_machine(name: str) -> Machine | None:
+    """The bundled machine whose name is ``name`` (a sweep's ``machine`` field), or None."""
+    from hroof.machine.catalog import bundled_machines
+    from hroof.machine.model import load_machine
+
+    for key in bundled_machines():
+        machine = load_machine(key)
+        if machine.name == name or key == name:
+            return machine
+    return None
 
 
 def all_predicted_walls(

@@ -50,7 +50,8 @@ from typing import Any
 import numpy as np
 
 from hroof._base.errors import HroofError, suggest
-from hroof._base.units import parse_float, parse_int
+from hroof._base.guards import ResourceError, check_memory
+from hroof._base.units import INT_MAX, parse_float, parse_int
 
 #: Byte address of the first array of every kernel (1 GiB: clear of address 0,
 #: and page- and line-aligned).
@@ -253,7 +254,10 @@ class Plan:
         ``stop`` (iterations) give a part of the trace: ``chunks(stop=plan.warmup)``
         is the warm-up, ``chunks(start=plan.warmup)`` the counted part.
         """
-        cap = max(int(chunk_size), self.per_iteration)
+        # Never a buffer longer than the trace; a huge --chunk-size is refused before it is
+        # allocated (17 bytes an access: address, size, kind).
+        cap = max(min(int(chunk_size), self.accesses), self.per_iteration, 1)
+        check_memory(17 * cap, f"a chunk of {cap:,} accesses", hint="; lower --chunk-size")
         addr = np.empty(cap, dtype=np.int64)
         size = np.empty(cap, dtype=np.int64)
         kind = np.empty(cap, dtype=np.uint8)
@@ -349,8 +353,40 @@ class Kernel:
         params = {p.name: p.default for p in self.params}
         for name, value in values.items():
             params[name] = self.param(name).parse(value, self.name)
-        plan = self.build(params)
+        try:
+            plan = self.build(params)
+        except OverflowError:  # a builder's int64 array of addresses or offsets
+            raise ResourceError(
+                f"{_label(self.name, values)}: an address or size is beyond the 64-bit range "
+                f"({INT_MAX:.3e}); choose smaller sizes"
+            ) from None
+        _check_int64(plan, self.name, values)  # before any generator sees a number
         return replace(plan, kernel=self.name, params=params, notes=plan.notes or self.notes)
+
+
+def _label(kernel: str, params: dict) -> str:
+    return f"{kernel} ({', '.join(f'{k}={v}' for k, v in params.items())})"
+
+
+def _check_int64(plan: Plan, kernel: str, params: dict) -> None:
+    """Every count and address of ``plan`` fits the 64-bit integers the generators, the
+    simulator and the trace files hold; else one line naming the parameters."""
+    what = _label(kernel, params)
+    figures = [
+        ("accesses", plan.accesses),
+        ("flops", plan.flops),
+        ("iterations", plan.iterations),
+        ("footprint in bytes", plan.footprint),
+    ]
+    figures += [(f"array {a.name} ends at byte", a.end) for a in plan.arrays]
+    figures += [("a generator argument", v) for v in plan.args
+                if isinstance(v, int) and not isinstance(v, bool)]  # fmt: skip
+    for name, value in figures:
+        if abs(int(value)) > INT_MAX:
+            raise ResourceError(
+                f"{what}: {name} {int(value):.3e} is beyond the 64-bit range "
+                f"({INT_MAX:.3e}); choose smaller sizes"
+            )
 
 
 _REGISTRY: dict[str, Kernel] = {}

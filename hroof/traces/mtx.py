@@ -39,6 +39,7 @@ from array import array
 import numpy as np
 
 from hroof._base.errors import TraceFormatError
+from hroof._base.guards import check_memory
 
 #: The fields and symmetries this reader accepts.
 FIELDS = ("real", "integer", "pattern")
@@ -121,6 +122,11 @@ def _read(lines, name: str) -> tuple[int, int, np.ndarray, np.ndarray]:
         raise fail(size_line, f"sizes must be non-negative, got {text.strip()!r}")
     if symmetry == "symmetric" and nrows != ncols:
         raise fail(size_line, f"a symmetric matrix must be square, got {nrows} x {ncols}")
+    # What the size line asks for, checked before reading on: the row pointers (8 B a row,
+    # twice) and, per entry, its coordinates and their sort (about 64 B, twice if symmetric).
+    per_entry = 128 if symmetry == "symmetric" else 64
+    check_memory(16 * (nrows + 1) + per_entry * nnz, f"{name}: a {nrows:,} x {ncols:,} matrix "
+                 f"with {nnz:,} entries (line {size_line})")  # fmt: skip
 
     n_words = 2 if field == "pattern" else 3
     value = float if field == "real" else int

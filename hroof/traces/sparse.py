@@ -96,6 +96,7 @@ import numpy as np
 from numba import njit
 
 from hroof._base.errors import HroofError, suggest
+from hroof._base.guards import check_memory
 from hroof._base.jit import GEN
 from hroof.traces.kernels import (
     DTYPES,
@@ -304,6 +305,8 @@ def dof_blocks(rowptr: np.ndarray, col: np.ndarray, dof: int) -> tuple[np.ndarra
     """
     if dof == 1:
         return rowptr, col
+    # The expanded pattern and its index temporaries: about 40 bytes a new entry.
+    check_memory(40 * len(col) * dof * dof + 16 * len(rowptr) * dof, f"spmv dof={dof:,}")
     lengths = np.diff(rowptr)
     nrows = len(lengths)
     new_len = np.repeat(lengths * dof, dof)
@@ -317,6 +320,25 @@ def dof_blocks(rowptr: np.ndarray, col: np.ndarray, dof: int) -> tuple[np.ndarra
     return new_rowptr, np.ascontiguousarray(new_col, dtype=np.int64)
 
 
+def _check_matrix_cost(p: dict) -> None:
+    """Refuse a generated matrix whose pattern would not fit in memory (one line)."""
+    m = p["matrix"]
+    if m == "poisson2d":
+        rows, k, what = p["n"] ** 2, 5, f"n={p['n']:,}"
+    elif m == "poisson3d":
+        rows, k, what = p["n"] ** 3, 7, f"n={p['n']:,}"
+    elif m == "banded":
+        rows = p["rows"]
+        k, what = 2 * min(p["band"], rows - 1) + 1, f"rows={rows:,} band={p['band']:,}"
+    elif m == "random":
+        rows, k = p["rows"], min(p["nnz_per_row"], p["rows"])
+        what = f"rows={rows:,} nnz_per_row={p['nnz_per_row']:,}"
+    else:
+        return
+    # Candidates (8 B) and mask (1 B) per slot, the columns kept (8 B), row temporaries.
+    check_memory(rows * (17 * k + 48), f"spmv matrix={m} {what}")
+
+
 def matrix_csr(p: dict) -> tuple[int, int, np.ndarray, np.ndarray]:
     """The matrix that the ``spmv`` parameters ``p`` name: ``(nrows, ncols, rowptr, col)``.
 
@@ -326,6 +348,7 @@ def matrix_csr(p: dict) -> tuple[int, int, np.ndarray, np.ndarray]:
     """
     m = p["matrix"]
     dof = p.get("dof", 1)
+    _check_matrix_cost(p)  # before any array of the pattern is built
     if m == "poisson2d":
         rowptr, col = poisson2d(p["n"])
     elif m == "poisson3d":
