@@ -79,6 +79,9 @@ EV_NT = 2  # a non-temporal store: invalidate every copy
 EV_RFO = 6  # a read for ownership
 EV_WB = 7  # a writeback of a dirty line
 EV_NTC = 8  # a non-temporal store carrying a dirty copy from above
+# Events below L1 are packed in one int64: ``line << EV_BITS | kind``.
+EV_BITS = 4
+EV_MASK = (1 << EV_BITS) - 1
 
 # Per-level counters.
 C_LOOKUPS = 0
@@ -127,7 +130,7 @@ _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
 Geometry = namedtuple("Geometry", ["ways", "nsets", "off", "mask", "wa", "line_bits", "nlevels"])
 State = namedtuple("State", ["tags", "ctr", "core"])
-Events = namedtuple("Events", ["line", "kind", "size"])
+Events = namedtuple("Events", ["ev", "size"])
 Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta", "rcache"])
 Shadow = namedtuple("Shadow", ["node", "free", "tab", "noff", "ncap", "toff", "tbits", "meta"])
 
@@ -374,11 +377,17 @@ def _sh_drop(sh, lvl, line):
 
 
 # ------------------------------------------------------------- input check
-_ADDR_LIMIT = 1 << 62
+def addr_limit_bits(line_bits):
+    """Addresses must be below ``2**addr_limit_bits(line_bits)``.
+
+    2**62, except for lines under 8 bytes, where a line index shifted left by
+    ``EV_BITS`` must still fit in an int64 event.
+    """
+    return min(62, 63 - EV_BITS + line_bits)
 
 
 @njit(**JIT)
-def scan_chunk(addr, size, kind, line_bits):
+def scan_chunk(addr, size, kind, line_bits, limit):
     """One branch-free (vectorisable) pass over a chunk before anything is simulated.
 
     Returns the counts of bad addresses, sizes and kinds, of accesses that
@@ -400,7 +409,7 @@ def scan_chunk(addr, size, kind, line_bits):
         a = addr[i]
         s = size[i]
         k = kind[i]
-        bad_addr += (a < 0) | (a >= _ADDR_LIMIT)
+        bad_addr += (a < 0) | (a >= limit)
         bad_size += s <= 0
         straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
         bad_kind += k > 2
@@ -433,34 +442,67 @@ def _count_writeback(ctr, fl, lvl, line, classify):
 
 
 @njit(**INLINE)
-def _emit(out, nout, line, kind, nbytes):
-    out.line[nout] = line
-    out.kind[nout] = kind
+def _emit(out, nout, line, kind):
+    out.ev[nout] = (line << EV_BITS) | kind
+    return nout + 1
+
+
+@njit(**INLINE)
+def _emit_sized(out, nout, line, kind, nbytes):
+    out.ev[nout] = (line << EV_BITS) | kind
     out.size[nout] = nbytes
     return nout + 1
 
 
-def _make_level_pass(CLASSIFY):
-    """Build :func:`level_pass` with classification on or off; see ``LEVEL_PASS``.
+@njit(**INLINE)
+def _touch(tags, base, ways, line, dirty):
+    """Make ``line`` MRU of its set, inserting it if absent, in one pass over the set.
 
-    Numba compiles the closure's ``CLASSIFY`` as a constant, so each variant
-    carries only its own branches (and caches to disk like any kernel).
+    Each slot takes its predecessor's value until the line is found (a hit at
+    ``p`` shifts ``p`` slots, as :func:`_to_front`) or the set ends (a miss
+    shifts them all, as :func:`_insert`). ``dirty`` is OR-ed into the line's
+    dirty bit. Returns ``-2`` on a hit, else the evicted slot value (``-1`` if
+    none).
+    """
+    new = (line << 1) | dirty
+    cur = tags[base]
+    if (cur >> 1) == line:
+        tags[base] = cur | dirty
+        return -2
+    carry = new
+    for p in range(ways):
+        cur = tags[base + p]
+        tags[base + p] = carry
+        if (cur >> 1) == line:
+            tags[base] = new | (cur & 1)
+            return -2
+        carry = cur
+    return carry
+
+
+def _make_level_pass(CLASSIFY, TOP):
+    """Build :func:`level_pass` with classification on or off, for L1 or a lower level.
+
+    Numba compiles the closure's ``CLASSIFY`` and ``TOP`` as constants, so each
+    variant carries only its own branches (and caches to disk like any kernel).
     """
 
     @njit(**JIT)
     def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, out, nout):
         """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
 
-        At L1 the events are the trace itself (``src`` holds byte addresses,
-        ``shift`` is the line size's log2, kinds 0-2 as in the trace, each
-        access within one line, the core's counters already taken); below,
-        they are what the level above emitted (``src`` holds line addresses,
-        ``shift`` is 0, kinds ``EV_*``). Each event is handled completely,
-        emitting first the request for a missing line and then the writeback
-        of the victim it displaced, which is the order in which the level below
-        sees them in the recursive model of ``docs/cache-model.md``: a level's
-        behaviour depends on nothing but its own stream of events, so levels
-        can be simulated one after the other, a chunk at a time.
+        At L1 (``TOP``) the events are the trace itself (``src`` holds byte
+        addresses, ``shift`` is the line size's log2, ``kind`` the trace's kinds
+        0-2, ``size`` the access sizes, each access within one line, the core's
+        counters already taken); below, they are what the level above emitted
+        (``src`` holds packed events ``line << EV_BITS | kind`` with kinds
+        ``EV_*``, ``size`` the bytes of forwarded stores, ``kind`` unused). Each
+        event is handled completely, emitting first the request for a missing
+        line and then the writeback of the victim it displaced, which is the
+        order in which the level below sees them in the recursive model of
+        ``docs/cache-model.md``: a level's behaviour depends on nothing but its
+        own stream of events, so levels can be simulated one after the other, a
+        chunk at a time.
 
         Returns ``(index reached, events emitted)``; the index is ``len(src)``
         unless the classification tables must grow first (the driver grows them
@@ -480,6 +522,9 @@ def _make_level_pass(CLASSIFY):
         sh_meta = sh.meta
         # Hot counters live in registers and are stored once per call.
         lookups = 0
+        misses = 0
+        wa_fills = 0
+        wb_out = 0
         stop = n
         for i in range(start, n):
             if CLASSIFY and (
@@ -487,14 +532,18 @@ def _make_level_pass(CLASSIFY):
             ):
                 stop = i
                 break
-            line = src[i] >> shift
-            t = np.int64(kind[i])
-            sz = size[i]
+            if TOP:
+                line = src[i] >> shift
+                t = np.int64(kind[i])
+            else:
+                e = src[i]
+                line = e >> EV_BITS
+                t = e & EV_MASK
             base = off + (line & mask if mask >= 0 else line % nsets) * ways
             if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
                 lookups += 1
-                p = _find(tags, base, ways, line)
                 fills = t != EV_STORE or wa
+                dirty = 1 if t == EV_STORE else 0
                 sh_hit = False
                 if CLASSIFY:
                     head = sh_meta[lvl, S_HEAD]
@@ -502,13 +551,17 @@ def _make_level_pass(CLASSIFY):
                         sh_hit = True
                     else:
                         sh_hit = _sh_touch(sh, lvl, line, fills)
-                if p >= 0:
-                    if p > 0:
-                        _to_front(tags, base, p, 1 if t == EV_STORE else 0)
-                    elif t == EV_STORE:
-                        tags[base] |= 1
-                    continue
-                ctr[lvl, C_MISSES] += 1
+                if fills:
+                    victim = _touch(tags, base, ways, line, dirty)
+                    if victim == -2:
+                        continue
+                else:
+                    p = _find(tags, base, ways, line)
+                    if p >= 0:
+                        _to_front(tags, base, p, 1)
+                        continue
+                    victim = -1
+                misses += 1
                 cls = 0
                 if CLASSIFY:
                     fi = _flag_index(fl, line)
@@ -522,27 +575,30 @@ def _make_level_pass(CLASSIFY):
                     ctr[lvl, C_COMP + cls] += 1
                 if not fills:
                     # No-write-allocate store miss: forward the bytes, fill nothing.
+                    sz = np.int64(size[i])
                     ctr[lvl, C_FWD] += 1
                     ctr[lvl, C_FWD_BYTES] += sz
                     if CLASSIFY:
                         ctr[lvl, C_FWD_COMP_BYTES + cls] += sz
                     if emit:
-                        nout = _emit(out, nout, line, EV_STORE, sz)
+                        nout = _emit_sized(out, nout, line, EV_STORE, sz)
                     continue
                 if t == EV_LOAD:
                     if CLASSIFY:
                         ctr[lvl, C_LOAD_COMP + cls] += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_LOAD, 0)
+                        nout = _emit(out, nout, line, EV_LOAD)
                 else:
-                    ctr[lvl, C_WA_FILLS] += 1
+                    wa_fills += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_RFO, 0)
-                victim = _insert(tags, base, ways, line, 1 if t == EV_STORE else 0)
+                        nout = _emit(out, nout, line, EV_RFO)
                 if victim >= 0 and (victim & 1):
-                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if CLASSIFY:
+                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    else:
+                        wb_out += 1
                     if emit:
-                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+                        nout = _emit(out, nout, victim >> 1, EV_WB)
             elif t == EV_WB:
                 # A writeback from above: a write, not a lookup; allocates without a fill.
                 ctr[lvl, C_WB_IN] += 1
@@ -550,15 +606,14 @@ def _make_level_pass(CLASSIFY):
                     fi = _flag_index(fl, line)
                     fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
                     _sh_touch(sh, lvl, line, True)
-                p = _find(tags, base, ways, line)
-                if p >= 0:
-                    _to_front(tags, base, p, 1)
-                    continue
-                victim = _insert(tags, base, ways, line, 1)
+                victim = _touch(tags, base, ways, line, 1)
                 if victim >= 0 and (victim & 1):
-                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if CLASSIFY:
+                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    else:
+                        wb_out += 1
                     if emit:
-                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+                        nout = _emit(out, nout, victim >> 1, EV_WB)
             else:
                 # A non-temporal store (EV_NTC: a dirty copy above is being carried down).
                 carry = t == EV_NTC
@@ -577,15 +632,19 @@ def _make_level_pass(CLASSIFY):
                 if carry:
                     _count_writeback(ctr, fl, lvl, line, CLASSIFY)
                 if emit:
-                    nout = _emit(out, nout, line, EV_NTC if carry else EV_NT, sz)
+                    nout = _emit(out, nout, line, EV_NTC if carry else EV_NT)
         ctr[lvl, C_LOOKUPS] += lookups
+        ctr[lvl, C_MISSES] += misses
+        ctr[lvl, C_WA_FILLS] += wa_fills
+        ctr[lvl, C_WB_OUT] += wb_out
         return stop, nout
 
     return level_pass
 
 
-#: ``LEVEL_PASS[classify]``: the level pass with classification on or off.
-LEVEL_PASS = {classify: _make_level_pass(classify) for classify in (False, True)}
+#: ``LEVEL_PASS[classify, top]``: the level pass with classification on or off, for L1
+#: (``top``: the trace's byte addresses and kinds) or a lower level (packed events).
+LEVEL_PASS = {(c, top): _make_level_pass(c, top) for c in (False, True) for top in (False, True)}
 
 
 @njit(**JIT)
@@ -606,7 +665,7 @@ def flush_level(lvl, geo, st, fl, classify, emit, out):
                 tags[base + p] = t ^ 1
                 _count_writeback(st.ctr, fl, lvl, t >> 1, classify)
                 if emit:
-                    nout = _emit(out, nout, t >> 1, EV_WB, 0)
+                    nout = _emit(out, nout, t >> 1, EV_WB)
     return nout
 
 

@@ -83,9 +83,12 @@ def _as_chunk(addr, size, kind, line_bits: int):
     addr = _as_int(addr, np.int64)
     size = _as_int(size, np.int64)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
-    bad_addr, bad_size, bad_kind, straddles, *core = K.scan_chunk(addr, size, kind, line_bits)
+    bits = K.addr_limit_bits(line_bits)
+    bad_addr, bad_size, bad_kind, straddles, *core = K.scan_chunk(
+        addr, size, kind, line_bits, 1 << bits
+    )
     if bad_addr:
-        raise HroofError(f"{bad_addr} addresses are negative or not below 2**62")
+        raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
     if bad_size:
         raise HroofError(f"{bad_size} access sizes are not positive")
     if bad_kind:
@@ -116,8 +119,11 @@ def warm_up() -> None:
 
 
 def _event_arrays(n: int):
-    """Empty arrays for ``n`` events: line (int64), kind (uint8), size (int64)."""
-    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
+    """Empty arrays for ``n`` events: packed ``line << EV_BITS | kind`` and size (int64)."""
+    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+
+
+_NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
 
 
 def _split_lines(addr, size, kind, line_bits):
@@ -355,9 +361,13 @@ class Simulator:
         self._simulate_s += time.perf_counter() - t0
 
     def _pass(self, lvl, src, shift, size, kind, out) -> int:
-        """Run events through level ``lvl`` (growing the tables as needed); return events out."""
+        """Run events through level ``lvl`` (growing the tables as needed); return events out.
+
+        At L1, ``src`` holds the trace's byte addresses and ``kind`` its kinds;
+        below, ``src`` holds packed events and ``kind`` is ignored.
+        """
         emit = lvl < len(self.hierarchy.levels) - 1
-        level_pass = K.LEVEL_PASS[self.classify]
+        level_pass = K.LEVEL_PASS[self.classify, lvl == 0]
         i = nout = 0
         while i < src.shape[0]:
             i, nout = level_pass(
@@ -369,29 +379,33 @@ class Simulator:
         return nout
 
     def _run_levels(self, lvl, src, shift, size, kind) -> None:
-        """Run a stream of events through level ``lvl`` and every level below it."""
+        """Run a stream of events through level ``lvl`` and every level below it.
+
+        At L1 the stream is the trace (addresses, sizes, kinds); below, packed
+        events and their sizes (``kind`` unused).
+        """
         nlev = len(self.hierarchy.levels)
         while lvl < nlev and src.shape[0]:
             out = self._out_dummy
             if lvl < nlev - 1:
                 out = self._out[lvl]
-                if out.line.shape[0] < 2 * src.shape[0]:
+                if out.ev.shape[0] < 2 * src.shape[0]:
                     out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
             nout = self._pass(lvl, src, shift, size, kind, out)
-            src, size, kind = out.line[:nout], out.size[:nout], out.kind[:nout]
+            src, size, kind = out.ev[:nout], out.size[:nout], _NO_KIND
             shift = 0
             lvl += 1
 
     def _run_pipelined(self, addr, size, kind) -> None:
         """L1 on this thread; the levels below on the worker, one chunk behind."""
         out = self._l1_out[self._flip]
-        if out.line.shape[0] < 2 * addr.shape[0]:
+        if out.ev.shape[0] < 2 * addr.shape[0]:
             # The worker may still be reading the other buffer, never this one.
             out = self._l1_out[self._flip] = K.Events(*_event_arrays(2 * addr.shape[0]))
         nout = self._pass(0, addr, self.hierarchy.line_bits, size, kind, out)
         self._wait()
         self._pending = self._pool.submit(
-            self._run_levels, 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout]
+            self._run_levels, 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND
         )
         self._flip ^= 1
 
@@ -411,7 +425,7 @@ class Simulator:
                 out = K.Events(*_event_arrays(max(ndirty, 1)))
             nout = K.flush_level(lvl, self._geo, self._st, self._fl, self.classify, emit, out)
             if nout:
-                self._run_levels(lvl + 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout])
+                self._run_levels(lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
 
     def finish(
         self,
