@@ -222,7 +222,7 @@ def test_l1_bytes_through_the_simulator():
     [
         ({"storage": "bcsr", "r": 0}, "r must be at least 1, got 0"),
         ({"storage": "bcsr", "c": -2}, "c must be at least 1, got -2"),
-        ({"storage": "bcsr", "r": 2, "c": "x"}, "c must be int, got 'x'"),
+        ({"storage": "bcsr", "r": 2, "c": "x"}, "c must be a whole number, got 'x'"),
         ({"matrix": "banded", "rows": 5, "storage": "bcsr", "r": 6, "c": 1},
          r"block size 6x1 is larger than the 5x5 matrix; use r <= 5 and c <= 5"),
         ({"matrix": "banded", "rows": 5, "storage": "bcsr", "r": 1, "c": 9}, "larger than"),

@@ -19,8 +19,9 @@ import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
+import hroof
 from hroof._base.progress import ENV_VAR, Progress, format_duration
-from hroof.cli import EXAMPLE_FLOPS, EXAMPLE_TRACE, format_bytes, format_result
+from hroof.cli import format_bytes, format_result
 from hroof.traces import write_din, write_npz
 
 LINE = 64
@@ -60,6 +61,11 @@ name = "HBM"
 
 
 # --------------------------------------------------------------------------- helpers
+
+#: The trace shipped with hroof: a 2D 5-point Jacobi stencil on a 48x48 grid, 5 loads and
+#: 1 store per interior point (46 x 46 points), 4 adds and 1 multiply each.
+EXAMPLE_TRACE = Path(hroof.__file__).parent / "data" / "example.din"
+EXAMPLE_FLOPS = 46 * 46 * 5
 
 
 def write(path: Path, text: str) -> Path:
@@ -356,7 +362,8 @@ def test_demo_out_unwritable(capsys, tmp_path):
 
 
 def test_wide_terminal_keeps_classes_in_the_main_table():
-    from hroof.cachesim import resolve_machine, simulate
+    from hroof.cachesim import simulate
+    from hroof.machine.model import resolve_machine
     from hroof.traces import iter_trace
 
     machine = resolve_machine("generic")

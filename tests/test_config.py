@@ -16,18 +16,17 @@ from hypothesis import strategies as st
 
 from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim import (
-    DEFAULT_MACHINE,
     HierarchyConfig,
     LevelConfig,
-    bundled_machines,
     format_size,
     hierarchy,
     hierarchy_from_dict,
     load_hierarchy,
     parse_size,
-    resolve_machine,
 )
 from hroof.cachesim.config import MAX_LEVELS
+from hroof.machine.catalog import DEFAULT_MACHINE, bundled_machines
+from hroof.machine.model import load_machine, machine_from_dict, resolve_machine
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
@@ -63,6 +62,9 @@ def raises(*fragments):
         ("0.5 KiB", 512),
         ("1 GiB", GiB),
         ("260 MiB", 260 * MiB),
+        ("1e3", 1000),  # the one number parser: 1e3 is 1000 everywhere
+        ("4_096", 4096),
+        ("2e0 KiB", 2 * KiB),
     ],
 )
 def test_parse_size(text, nbytes):
@@ -71,7 +73,7 @@ def test_parse_size(text, nbytes):
 
 
 @pytest.mark.parametrize(
-    "text", ["lots", "", "KiB", "48 parsecs", "48 KiBs", "-4 KiB", "1e3", "4,096", "0x1000"]
+    "text", ["lots", "", "KiB", "48 parsecs", "48 KiBs", "4,096", "0x1000", "nan", "inf"]
 )
 def test_parse_size_rejects_bad_strings(text):
     with raises(repr(text), "is not a size", "KiB"):
@@ -85,7 +87,7 @@ def test_parse_size_rejects_fractional_bytes():
         parse_size("0.5")
 
 
-@pytest.mark.parametrize("value", [0, -1, -4096, "0", "0 KiB", 0.0, -64.0])
+@pytest.mark.parametrize("value", [0, -1, -4096, "0", "0 KiB", 0.0, -64.0, "-4 KiB"])
 def test_parse_size_rejects_zero_and_negative(value):
     with raises(repr(value), "must be positive"):
         parse_size(value)
@@ -390,16 +392,18 @@ LEVEL = '[[level]]\nsize = "32 KiB"\nways = 8\n'
         ("[compute]\npeek = 1.0\n" + LEVEL, "peek", "peak"),
     ],
 )
-def test_load_hierarchy_unknown_key_suggests(machine_file, text, key, suggestion):
+def test_load_machine_unknown_key_suggests(machine_file, text, key, suggestion):
+    # The machine schema (hroof.machine) validates the whole file; the simulator's own
+    # reader (load_hierarchy) reads only what it needs.
     path = machine_file(text)
     with raises(f"unknown key '{key}'", f"did you mean '{suggestion}'", str(path), "allowed:"):
-        load_hierarchy(path)
+        load_machine(path)
 
 
-def test_load_hierarchy_unknown_key_without_suggestion(machine_file):
+def test_load_machine_unknown_key_without_suggestion(machine_file):
     path = machine_file(LEVEL + "[memory]\nzzzzzz = 1\n")
     with raises("unknown key 'zzzzzz'", "allowed: bandwidth, ceilings, latency, name"):
-        load_hierarchy(path)
+        load_machine(path)
 
 
 @pytest.mark.parametrize(
@@ -439,10 +443,10 @@ def test_load_hierarchy_level_missing_key(machine_file, missing):
 
 
 @pytest.mark.parametrize("table", ["machine", "memory", "compute"])
-def test_load_hierarchy_tables_must_be_tables(machine_file, table):
+def test_load_machine_tables_must_be_tables(machine_file, table):
     path = machine_file(f"{table} = 3\n" + LEVEL)
     with raises(f"[{table}]", str(path), "must be a table"):
-        load_hierarchy(path)
+        load_machine(path)
 
 
 def test_load_hierarchy_bad_geometry(machine_file):
@@ -460,8 +464,13 @@ def test_load_hierarchy_bad_geometry(machine_file):
 def test_hierarchy_from_dict():
     h = hierarchy_from_dict({"level": [{"size": 1024, "ways": 2}]}, source="inline")
     assert (h.levels[0].sets, h.source, h.name) == (8, "inline", "inline")
-    with raises("unknown key 'cache'", "inline"):
+    with raises("no [[level]] tables", "inline"):
         hierarchy_from_dict({"cache": {}}, source="inline")
+    with raises("unknown key 'cache'", "inline"):  # the schema lives in hroof.machine
+        machine_from_dict({"cache": {}, "level": [{"size": 1024, "ways": 2}]}, source="inline")
+    with raises("unknown key 'wayz'", "did you mean 'ways'"):
+        hierarchy_from_dict({"level": [{"size": 1024, "ways": 2, "wayz": 2}]},
+                            level_keys={"size", "ways"})  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- resolve_machine

@@ -627,7 +627,7 @@ def test_cli_help(capsys):
     for word in ("flop_pj", "constant_w", "byte_pj", "--plot", "--out", "Choi"):
         assert word in out
     # the machines it names exist, with the energy figures it says they have
-    from hroof.cachesim.config import DEFAULT_MACHINE
+    from hroof.machine.catalog import DEFAULT_MACHINE
 
     flat = " ".join(out.split())
     assert f"(default: {DEFAULT_MACHINE}, which has none)" in flat

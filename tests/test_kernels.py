@@ -92,8 +92,8 @@ def test_registry_and_unknown_names():
     ("params", "words"),
     [
         ({"n": 0}, "n must be at least 1"),
-        ({"n": "many"}, "n must be int"),
-        ({"n": 2.5}, "n must be int"),
+        ({"n": "many"}, "n must be a whole number"),
+        ({"n": 2.5}, "n must be a whole number"),
         ({"dtype": "float16"}, "dtype must be one of float64, float32"),
         ({"nt": "maybe"}, "nt must be bool"),
         ({"align": 48}, "power of two"),

@@ -15,7 +15,7 @@ import pytest
 from helpers import run_cli as run
 
 from hroof._base.errors import ConfigError
-from hroof.cachesim import bundled_machines
+from hroof.machine.catalog import bundled_machines
 from hroof.machine.host import detect_host, host_toml, parse_sysfs_size, read_host
 from hroof.roofline import load_machine
 

@@ -70,7 +70,7 @@ def test_run_predict_against_a_machine(capsys):
 
 
 def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
-    from hroof.cachesim.config import bundled_machines
+    from hroof.machine.catalog import bundled_machines
 
     host = tmp_path / "host.toml"
     host.write_text(Path(bundled_machines()["skylake-sp"]).read_text())
@@ -96,7 +96,7 @@ def test_run_against_the_measured_host_says_so(capsys, tmp_path, monkeypatch):
     [
         (["run", "triadd"], ["unknown kernel", "did you mean 'triad'"]),
         (["run", "triad", "m=4"], ["no parameter 'm'"]),
-        (["run", "triad", "n=x"], ["must be int"]),
+        (["run", "triad", "n=x"], ["must be a whole number"]),
         (["run", "stencil7", "n=4", "bk=9"], ["bk must be at most"]),
         (["run", "triad", "--min-time", "-1"], ["seconds"]),
         (["run", "triad", "--predict", "--machine", "generic"], ["bandwidth", "--predict"]),

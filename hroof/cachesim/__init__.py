@@ -6,20 +6,20 @@ The model is defined in ``docs/cache-model.md``. Feed a trace as chunks of
 """
 
 from hroof.cachesim.config import (
-    DEFAULT_MACHINE,
     HierarchyConfig,
     LevelConfig,
-    bundled_machines,
     format_size,
     hierarchy,
     hierarchy_from_dict,
     load_hierarchy,
     parse_size,
-    resolve_machine,
 )
 from hroof.cachesim.result import SCHEMA, CoreCounts, LevelResult, MemoryResult, SimResult
 
 _LAZY = {"Simulator", "simulate", "simulate_arrays"}
+#: Names that moved to :mod:`hroof.machine` (which machine a name means is the machine
+#: layer's business) and stay importable from here for scripts written before.
+_MOVED = {"resolve_machine": "model", "bundled_machines": "catalog", "DEFAULT_MACHINE": "catalog"}
 
 
 def __getattr__(name: str):
@@ -29,6 +29,10 @@ def __getattr__(name: str):
         from hroof.cachesim import simulator
 
         return getattr(simulator, name)
+    if name in _MOVED:  # compatibility alias, resolved lazily (no import edge upward)
+        import importlib
+
+        return getattr(importlib.import_module(f"hroof.machine.{_MOVED[name]}"), name)
     raise AttributeError(f"module 'hroof.cachesim' has no attribute {name!r}")
 
 

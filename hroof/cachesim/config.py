@@ -9,84 +9,34 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
-import re
 import sys
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from hroof._base.errors import ConfigError, suggest
+from hroof._base.errors import ConfigError, HroofError, suggest
+from hroof._base.toml import load_toml
+from hroof._base.units import format_size
+from hroof._base.units import parse_size as _parse_size
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 #: The most levels a hierarchy may have (the per-line flag words hold one
 #: "seen" and one "written back" bit per level).
 MAX_LEVELS = 16
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kb": 1024,
-    "kib": 1024,
-    "m": 1024**2,
-    "mb": 1024**2,
-    "mib": 1024**2,
-    "g": 1024**3,
-    "gb": 1024**3,
-    "gib": 1024**3,
-}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-
 
 def parse_size(value: Any, what: str = "size") -> int:
-    """Parse a byte count: an integer or a string such as ``"48 KiB"``.
-
-    Binary units only (``KB`` is taken as KiB, as cache datasheets mean it).
+    """A positive byte count: an integer or a string such as ``"48 KiB"``
+    (:func:`hroof._base.units.parse_size`, raising :class:`ConfigError`).
 
     >>> parse_size("48 KiB"), parse_size("2 MiB"), parse_size(4096)
     (49152, 2097152, 4096)
     """
-    if isinstance(value, bool):
-        raise ConfigError(f"{what} must be a byte count, got {value!r}")
-    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()):
-        nbytes = int(value)
-    elif isinstance(value, str):
-        m = _SIZE_RE.match(value)
-        unit = m.group(2).lower() if m else None
-        if m is None or unit not in _UNITS:
-            raise ConfigError(
-                f'{what} {value!r} is not a size; write e.g. 32768, "48 KiB" or "2 MiB"'
-            )
-        scaled = Fraction(m.group(1)) * _UNITS[unit]
-        if scaled.denominator != 1:
-            raise ConfigError(f"{what} {value!r} is not a whole number of bytes")
-        nbytes = int(scaled)
-    else:
-        raise ConfigError(f"{what} must be a byte count, got {value!r}")
-    if nbytes <= 0:
-        raise ConfigError(f"{what} must be positive, got {value!r}")
-    return nbytes
-
-
-def format_size(nbytes: int) -> str:
-    """Format a byte count with the largest binary unit that divides it.
-
-    >>> format_size(49152), format_size(2097152), format_size(1000), format_size(28835840)
-    ('48 KiB', '2 MiB', '1000 B', '27.5 MiB')
-    """
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f"{nbytes // scale} {unit}"
-        if nbytes >= scale and (8 * nbytes) % scale == 0:  # 27.5 MiB, 1.375 MiB, exactly
-            whole, eighths = divmod(8 * nbytes // scale, 8)
-            return f"{whole}{str(eighths / 8)[1:]} {unit}"
-    return f"{nbytes} B"
+    return _parse_size(value, what, exc=ConfigError)
 
 
 def _positive_int(value: Any, what: str) -> int:
@@ -220,16 +170,13 @@ def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyCon
 
 
 # --------------------------------------------------------------------------- TOML
-_TOP_KEYS = {"machine", "compute", "level", "memory", "energy", "measured"}
-_MACHINE_KEYS = {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
-_LEVEL_KEYS = {
-    "name", "size", "ways", "line", "bandwidth", "write_allocate", "latency", "ceilings",
-}  # fmt: skip
-_MEMORY_KEYS = {"name", "bandwidth", "latency", "ceilings"}
-_COMPUTE_KEYS = {"peak", "ceilings", "precision", "peaks"}
+#: The keys of a ``[[level]]`` table that the simulator reads. A machine file's other
+#: keys (bandwidths, ceilings, ``[compute]``, ``[energy]``, ...) belong to the machine
+#: schema (:mod:`hroof.machine.model`), which validates the whole file once.
+LEVEL_KEYS = frozenset({"name", "size", "ways", "line", "write_allocate", "bandwidth"})
 
 
-def _check_keys(table: dict, allowed: set, where: str) -> None:
+def _check_keys(table: dict, allowed, where: str) -> None:
     for key in table:
         if key not in allowed:
             raise ConfigError(
@@ -238,10 +185,13 @@ def _check_keys(table: dict, allowed: set, where: str) -> None:
             )
 
 
-def _level_from_table(table: dict, where: str, default_name: str) -> LevelConfig:
+def _level_from_table(
+    table: dict, where: str, default_name: str, allowed=LEVEL_KEYS
+) -> LevelConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
-    _check_keys(table, _LEVEL_KEYS, where)
+    if allowed is not None:
+        _check_keys(table, allowed, where)
     for key in ("size", "ways"):
         if key not in table:
             raise ConfigError(f"{where} is missing '{key}'")
@@ -258,28 +208,34 @@ def _level_from_table(table: dict, where: str, default_name: str) -> LevelConfig
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def hierarchy_from_dict(doc: dict, source: str = "<dict>") -> HierarchyConfig:
-    """Build a hierarchy from a parsed machine file (DESIGN.md format)."""
-    _check_keys(doc, _TOP_KEYS, source)
-    machine = doc.get("machine", {})
-    if not isinstance(machine, dict):
-        raise ConfigError(f"[machine] in {source} must be a table")
-    _check_keys(machine, _MACHINE_KEYS, f"[machine] of {source}")
-    if "compute" in doc:
-        if not isinstance(doc["compute"], dict):
-            raise ConfigError(f"[compute] in {source} must be a table")
-        _check_keys(doc["compute"], _COMPUTE_KEYS, f"[compute] of {source}")
-    memory = doc.get("memory", {})
-    if not isinstance(memory, dict):
-        raise ConfigError(f"[memory] in {source} must be a table")
-    _check_keys(memory, _MEMORY_KEYS, f"[memory] of {source}")
+def _table(doc: dict, key: str, source: str) -> dict:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{key}] in {source} must be a table")
+    return value
+
+
+def hierarchy_from_dict(doc: dict, source: str = "<dict>", *, level_keys=None) -> HierarchyConfig:
+    """The cache hierarchy of a parsed machine file: its ``[[level]]`` tables, named by
+    ``[machine] name`` and ``[memory] name``.
+
+    Only what the simulator needs is read here; ``level_keys`` (the machine schema's
+    full set) makes an unknown key in a level an error. The whole file is validated by
+    :func:`hroof.machine.load_machine`.
+    """
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source} must be a table of tables")
+    machine = _table(doc, "machine", source)
+    memory = _table(doc, "memory", source)
     tables = doc.get("level")
     if not tables:
         raise ConfigError(f"{source} has no [[level]] tables")
     if not isinstance(tables, list):
         raise ConfigError(f"'level' in {source} must be an array of tables: write [[level]]")
     levels = [
-        _level_from_table(t, f"[[level]] #{i + 1} of {source}", default_name=f"L{i + 1}")
+        _level_from_table(
+            t, f"[[level]] #{i + 1} of {source}", default_name=f"L{i + 1}", allowed=level_keys
+        )
         for i, t in enumerate(tables)
     ]
     try:
@@ -293,61 +249,20 @@ def hierarchy_from_dict(doc: dict, source: str = "<dict>") -> HierarchyConfig:
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def load_hierarchy(path: str | Path) -> HierarchyConfig:
-    """Read the cache levels of a machine TOML file."""
+def read_toml(path: str | Path) -> dict:
+    """Parse a TOML file; a missing, unreadable or malformed file is a ConfigError."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"machine file not found: {path}")
     try:
-        doc = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return load_toml(path.read_text())
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    return hierarchy_from_dict(doc, source=str(path))
+    except HroofError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
-_DATA = Path(__file__).resolve().parent.parent / "data"
-#: The machine used when none is named.
-DEFAULT_MACHINE = "skylake-sp"
-
-
-def bundled_machines() -> dict[str, Path]:
-    """Names and paths of the machine files shipped with hroof."""
-    return {p.stem: p for p in sorted(_DATA.glob("*.toml"))}
-
-
-#: The name that selects the measured host (``hroof machine measure`` writes it).
-HOST_MACHINE = "host"
-
-
-def host_machine_path() -> Path:
-    """Where ``hroof machine measure`` keeps the measured host: ``$HROOF_HOST_MACHINE``,
-    else ``$XDG_CACHE_HOME/hroof/host.toml`` (default ``~/.cache/hroof/host.toml``)."""
-    if os.environ.get("HROOF_HOST_MACHINE"):
-        return Path(os.environ["HROOF_HOST_MACHINE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hroof" / "host.toml"
-
-
-def resolve_machine(name_or_path: str | Path | None) -> HierarchyConfig:
-    """Load a bundled machine by name, the measured host (``"host"``), or a machine TOML
-    file by path."""
-    if name_or_path is None:
-        name_or_path = DEFAULT_MACHINE
-    text = str(name_or_path)
-    known = bundled_machines()
-    if text in known:
-        return load_hierarchy(known[text])
-    if text == HOST_MACHINE:
-        path = host_machine_path()
-        if not path.is_file():
-            raise ConfigError(
-                f"no measured host at {path}: run 'hroof machine measure' first (or set "
-                "HROOF_HOST_MACHINE to a machine file)"
-            )
-        return load_hierarchy(path)
-    if Path(text).is_file() or text.endswith(".toml") or "/" in text:
-        return load_hierarchy(text)
-    raise ConfigError(
-        f"unknown machine '{text}'{suggest(text, [*known, HOST_MACHINE])}; known: "
-        f"{', '.join(known)}, {HOST_MACHINE} (once measured), or a path to a machine TOML file"
-    )
+def load_hierarchy(path: str | Path) -> HierarchyConfig:
+    """Read the cache levels of a machine TOML file (the levels only; see
+    :func:`hroof.machine.load_machine` for the whole machine)."""
+    return hierarchy_from_dict(read_toml(path), source=str(Path(path)))

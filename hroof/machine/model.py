@@ -11,23 +11,32 @@ error naming the figure and the command.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hroof._base.errors import ConfigError, suggest
-from hroof.cachesim.config import (
-    HierarchyConfig,
-    bundled_machines,
-    hierarchy_from_dict,
-    host_machine_path,
-    resolve_machine,
-)
+from hroof.cachesim.config import LEVEL_KEYS, HierarchyConfig, hierarchy_from_dict, read_toml
+from hroof.machine.catalog import bundled_machines, host_machine_path, machine_path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+#: The machine file's schema: the tables and keys it may have (DESIGN.md, docs/machines).
+TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured"})
+MACHINE_KEYS = frozenset(
+    {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
+)
+ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings"}
+MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings"})
+COMPUTE_KEYS = frozenset({"peak", "ceilings", "precision", "peaks"})
+
+
+def _check_keys(table, allowed, where: str) -> None:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown key '{key}' in {where}{suggest(key, allowed)}; "
+                f"allowed: {', '.join(sorted(allowed))}"
+            )
 
 
 #: Compute ceilings hroof knows by name, and the optimisation each stands for: the
@@ -340,8 +349,15 @@ def _optional_positive(table: dict, key: str, where: str, kind=float):
 
 
 def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
-    """A Machine from a parsed machine file (DESIGN.md format)."""
-    hierarchy = hierarchy_from_dict(doc, source=source)
+    """A Machine from a parsed machine file (DESIGN.md format), every table validated."""
+    _check_keys(doc, TOP_KEYS, source)
+    for table, keys in (("machine", MACHINE_KEYS), ("compute", COMPUTE_KEYS),
+                        ("memory", MEMORY_KEYS)):  # fmt: skip
+        if table in doc:
+            if not isinstance(doc[table], dict):
+                raise ConfigError(f"[{table}] in {source} must be a table")
+            _check_keys(doc[table], keys, f"[{table}] of {source}")
+    hierarchy = hierarchy_from_dict(doc, source=source, level_keys=ROOFLINE_LEVEL_KEYS)
     info = doc.get("machine", {})
     kind = info.get("kind", "cpu")
     if kind not in ("cpu", "gpu"):
@@ -427,13 +443,15 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
 
 
 def load_machine(name_or_path: str | Path | None = None) -> Machine:
-    """A bundled machine by name (default: ``default``) or a machine TOML file by path."""
-    hierarchy = resolve_machine(name_or_path)  # the errors (unknown name, bad file) are its
-    path = Path(hierarchy.source) if hierarchy.source else None
-    if path is None:  # pragma: no cover (resolve_machine always reads a file)
-        raise ConfigError(f"machine {name_or_path} was not read from a file")
-    doc = tomllib.loads(path.read_text())
-    return machine_from_dict(doc, source=str(path))
+    """A bundled machine by name (default: ``skylake-sp``), the measured ``host``, or a
+    machine TOML file by path: read once and validated whole."""
+    path = machine_path(name_or_path)
+    return machine_from_dict(read_toml(path), source=str(path))
+
+
+def resolve_machine(name_or_path: str | Path | None = None) -> HierarchyConfig:
+    """The cache hierarchy of :func:`load_machine` (what the simulator needs)."""
+    return load_machine(name_or_path).hierarchy
 
 
 __all__ = [
@@ -447,4 +465,5 @@ __all__ = [
     "host_machine_path",
     "load_machine",
     "machine_from_dict",
+    "resolve_machine",
 ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hroof.cachesim import HierarchyConfig, SimResult, resolve_machine, simulate
+from hroof.cachesim import HierarchyConfig, SimResult, simulate
+from hroof.machine.model import resolve_machine
 from hroof.traces.kernels import CHUNK, Plan, plan_kernel
 
 

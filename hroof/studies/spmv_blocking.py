@@ -192,7 +192,7 @@ def run_blocking(
         A bad matrix parameter, a block larger than the matrix (before
         anything is simulated).
     """
-    from hroof.cachesim import resolve_machine
+    from hroof.machine.model import resolve_machine
     from hroof.studies.sweep import run_sweep
 
     if hierarchy is None:

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from hroof._base.errors import HroofError, suggest
+from hroof._base.units import parse_float, parse_int
 
 #: Byte address of the first array of every kernel (1 GiB: clear of address 0,
 #: and page- and line-aligned).
@@ -108,18 +109,13 @@ class Param:
                     raise ValueError
                 value = bool(value)
             elif t is int:
-                if isinstance(value, str):
-                    text = value.replace("_", "")
-                    value = int(float(text)) if "e" in text.lower() else int(text)
-                elif isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                    raise ValueError
-                value = int(value)
+                value = parse_int(value, where)
             elif t is float:
-                if isinstance(value, bool):
-                    raise ValueError
-                value = float(value)
+                value = parse_float(value, where)
             else:
                 value = str(value)
+        except HroofError:
+            raise
         except (TypeError, ValueError):
             raise HroofError(f"{where} must be {t.__name__}, got {value!r}") from None
         if self.choices is not None and value not in self.choices:

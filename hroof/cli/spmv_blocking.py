@@ -8,6 +8,8 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
+from hroof.cli.options import positive_int
+from hroof.cli.text import Col, ai_text, emit, text_table
 
 _EXAMPLES = """\
 examples:
@@ -19,7 +21,6 @@ examples:
 
 def register(sub, machine_sub) -> None:
     """Add the ``spmv-blocking`` subcommand."""
-    from hroof.cli import _positive
 
     p = sub.add_parser(
         "spmv-blocking",
@@ -73,7 +74,7 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_positive("number of processes"),
+        type=positive_int("number of processes"),
         metavar="N",
         help="processes to run storages in (default: one per core)",
     )
@@ -84,7 +85,6 @@ def register(sub, machine_sub) -> None:
 
 def format_blocking(points, machine) -> str:
     """The study as a table, one row per storage, and a verdict."""
-    from hroof.cli import _ai, _Col, _table
     from hroof.roofline.analysis import roofline
     from hroof.studies.spmv_blocking import matrix_title
 
@@ -92,12 +92,12 @@ def format_blocking(points, machine) -> str:
     b0 = first.blocking
     known = not machine.missing()
     names = [lv.name for lv in first.result.levels] + [first.result.memory.name]
-    cols = [_Col("storage", "<"), _Col("fill\nratio"), _Col("explicit\nzeros"),
-            _Col("padding\nrows/cols"), _Col("executed\nflops")]  # fmt: skip
-    cols += [_Col(f"{n} AI\nFLOP/B") for n in names]
-    cols += [_Col("ideal AI\nFLOP/B"), _Col(f"{names[-1]} AI\nvs CSR")]
+    cols = [Col("storage", "<"), Col("fill\nratio"), Col("explicit\nzeros"),
+            Col("padding\nrows/cols"), Col("executed\nflops")]  # fmt: skip
+    cols += [Col(f"{n} AI\nFLOP/B") for n in names]
+    cols += [Col("ideal AI\nFLOP/B"), Col(f"{names[-1]} AI\nvs CSR")]
     if known:
-        cols += [_Col("bound\nGFLOP/s"), _Col("binds", "<")]
+        cols += [Col("bound\nGFLOP/s"), Col("binds", "<")]
     csr = next((p for p in points if p.storage == "csr"), None)
     rows = []
     for p in points:
@@ -106,8 +106,8 @@ def format_blocking(points, machine) -> str:
         pad = f"{x.get('pad_rows', 0)}/{x.get('pad_cols', 0)}"
         row = [p.label, f"{p.fill_ratio:.3f}", f"{x.get('explicit_zeros', 0):,}", pad,
                f"{x['executed_flops']:,}"]  # fmt: skip
-        row += [_ai(lv.ai) for lv in r.levels] + [_ai(r.memory.ai)]
-        row.append(_ai(p.ideal_ai))
+        row += [ai_text(lv.ai) for lv in r.levels] + [ai_text(r.memory.ai)]
+        row.append(ai_text(p.ideal_ai))
         if csr is not None and csr.result.memory.ai and r.memory.ai:
             row.append(f"{100 * (r.memory.ai / csr.result.memory.ai - 1):+.0f}%")
         else:
@@ -123,7 +123,7 @@ def format_blocking(points, machine) -> str:
         f"machine   {machine.name}",
         f"          {machine.hierarchy.describe()}",
         "",
-        *_table(cols, rows),
+        *text_table(cols, rows),
         "",
         "AI counts the useful flops (2 per true nonzero) at every storage; executed flops "
         "also multiply the explicit zeros.",
@@ -139,7 +139,7 @@ def format_blocking(points, machine) -> str:
             best = max(pays, key=lambda p: p.result.memory.ai)
             lines.append(
                 f"blocking pays at {', '.join(p.label for p in pays)} (best {best.label}: "
-                f"{names[-1]} AI {_ai(best.result.memory.ai)} against CSR's {_ai(ref)})"
+                f"{names[-1]} AI {ai_text(best.result.memory.ai)} against CSR's {ai_text(ref)})"
             )
         if loses:
             worst = max(p.fill_ratio for p in loses)
@@ -178,7 +178,6 @@ def cmd_spmv_blocking(args: argparse.Namespace) -> int:
     """``hroof spmv-blocking MATRIX [KEY=VALUE ...] --blocks RxC,...``."""
     import json
 
-    from hroof.cli import _emit
     from hroof.machine.model import load_machine
     from hroof.studies.spmv_blocking import blocking_doc, parse_blocks, plan_blocking, run_blocking
     from hroof.traces import parse_assignments
@@ -204,10 +203,10 @@ def cmd_spmv_blocking(args: argparse.Namespace) -> int:
     if args.json:
         doc = blocking_doc(points, machine if not machine.missing() else None)
         doc["machine"] = machine.name
-        _emit(json.dumps(doc, indent=1))
+        emit(json.dumps(doc, indent=1))
     else:
         text = format_blocking(points, machine)
         if written:
             text += "\n\nwrote " + ", ".join(str(p) for p in written)
-        _emit(text)
+        emit(text)
     return 0

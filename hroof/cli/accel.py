@@ -15,6 +15,9 @@ import textwrap
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure
+from hroof._base.units import parse_float, parse_int
+from hroof.cli.options import kernel_plan, positive_int, trace_format
+from hroof.cli.text import Col, emit, text_table
 
 _FMT = argparse.RawDescriptionHelpFormatter
 _DTYPES = "fp64, fp32, tf32, fp16, bf16, int8"
@@ -28,24 +31,23 @@ def _wrap(text: str) -> str:
 # ---------------------------------------------------------------------------- helpers
 def _int_arg(text: str) -> int:
     """A whole number as typed (``8192``, ``8_192``, ``8e3``); its range is the library's."""
-    from hroof.cli import _number
 
     try:
-        return _number(text)
+        return parse_int(text, maximum=None)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
 def _float_arg(text: str) -> float:
     try:
-        return float(text)
+        return parse_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
 
 
 def _segments_arg(text: str) -> list[int]:
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [parse_int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         values = []
     if not values or any(v < 1 for v in values):
@@ -67,7 +69,7 @@ def _gbs(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
-def _seconds(t: float) -> str:
+def seconds_text(t: float) -> str:
     if t >= 1:
         return f"{t:.3g} s"
     if t >= 1e-3:
@@ -94,7 +96,6 @@ def _bytes_text(b: float) -> str:
 # ---------------------------------------------------------------------------- gemm
 def format_gemm(a, dev) -> str:
     """The ``hroof gemm`` report of one analysis."""
-    from hroof.cli import _Col, _table
 
     lines = [
         f"GEMM {a.m} x {a.n} x {a.k} (M x N x K), {a.dtype} ({a.element_size} bytes), tile "
@@ -107,14 +108,14 @@ def format_gemm(a, dev) -> str:
         "",
     ]
     cols = [
-        _Col("level", "<", 0),
-        _Col("GB/s"),
-        _Col("ridge\nFLOP/byte"),
-        _Col("bytes", gap=3),
-        _Col("traffic", "<"),
-        _Col("AI\nFLOP/byte"),
-        _Col("roof\nGFLOP/s"),
-        _Col("time"),
+        Col("level", "<", 0),
+        Col("GB/s"),
+        Col("ridge\nFLOP/byte"),
+        Col("bytes", gap=3),
+        Col("traffic", "<"),
+        Col("AI\nFLOP/byte"),
+        Col("roof\nGFLOP/s"),
+        Col("time"),
     ]
     rows = [
         [
@@ -125,16 +126,16 @@ def format_gemm(a, dev) -> str:
             "tiled (SMs load)" if lv.traffic == "tiled" else "unique (at least)",
             f"{lv.ai:,.1f}",
             f"{lv.roof:,.0f}",
-            _seconds(lv.time_s),
+            seconds_text(lv.time_s),
         ]
         for lv in a.levels
     ]
-    lines += _table(cols, rows)
+    lines += text_table(cols, rows)
     what = "compute" if a.binding == "compute" else f"{a.binding} bandwidth"
     lines += [
         "",
         f"roofline       {a.bound}-bound ({what} binds): {a.attainable:,.0f} GFLOP/s",
-        f"time           {_seconds(a.time_s)} at that bound (a lower bound: perfect overlap, "
+        f"time           {seconds_text(a.time_s)} at that bound (a lower bound: perfect overlap, "
         "full device)",
         f"thread blocks  {a.blocks:,} = ceil({a.m}/{a.tile[0]}) x ceil({a.n}/{a.tile[1]})"
         + (f"; {4} x {a.sms} SMs = {a.min_blocks:,}" if a.sms else "; SMs unknown"),
@@ -147,7 +148,6 @@ def format_gemm(a, dev) -> str:
 def cmd_gemm(args: argparse.Namespace) -> int:
     """``hroof gemm M N K``: a GEMM shape's AI, bound and class on a device."""
     from hroof.accel.gemm import analyse_gemm, gemm_family, parse_tile
-    from hroof.cli import _emit
 
     dev = _device(args.machine, args.dtype)
     tile = None if args.tile is None else parse_tile(args.tile)
@@ -172,23 +172,21 @@ def cmd_gemm(args: argparse.Namespace) -> int:
         save_figure(gemm_figure(analyses, dev), args.plot, flag="--plot")
     if args.json:
         docs = [a.to_dict() for a in analyses]
-        _emit(json.dumps(docs[0] if args.sweep is None else docs, indent=2))
+        emit(json.dumps(docs[0] if args.sweep is None else docs, indent=2))
     elif args.sweep is None:
-        _emit(format_gemm(analyses[0], dev))
+        emit(format_gemm(analyses[0], dev))
     else:
-        from hroof.cli import _Col, _table
-
         cols = [
-            _Col("M", gap=0),
-            _Col("N"),
-            _Col("K"),
-            _Col("AI\nFLOP/byte"),
-            _Col("roof\nGFLOP/s"),
-            _Col("bound", "<"),
-            _Col("tile"),
-            _Col("blocks"),
-            _Col("class", "<"),
-            _Col("time"),
+            Col("M", gap=0),
+            Col("N"),
+            Col("K"),
+            Col("AI\nFLOP/byte"),
+            Col("roof\nGFLOP/s"),
+            Col("bound", "<"),
+            Col("tile"),
+            Col("blocks"),
+            Col("class", "<"),
+            Col("time"),
         ]
         rows = [
             [
@@ -201,7 +199,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 f"{a.tile[0]}x{a.tile[1]}",
                 f"{a.blocks:,}",
                 a.klass,
-                _seconds(a.time_s),
+                seconds_text(a.time_s),
             ]
             for a in analyses
         ]
@@ -213,7 +211,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             + " FLOP/byte"
             + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else "")
         )
-        _emit("\n".join([head, "", *_table(cols, rows)]))
+        emit("\n".join([head, "", *text_table(cols, rows)]))
     if args.plot:
         import sys
 
@@ -224,20 +222,19 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- network
 def format_network(na) -> str:
     """The ``hroof network`` report: per-layer table and the network's totals."""
-    from hroof.cli import _Col, _table
 
     cols = [
-        _Col("layer", "<", 0),
-        _Col("type", "<"),
-        _Col("output\nC x H x W"),
-        _Col("MFLOP"),
-        _Col("weights\nMB"),
-        _Col("act. in\nMB"),
-        _Col("act. out\nMB"),
-        _Col("AI\nFLOP/byte"),
-        _Col("roof\nGFLOP/s"),
-        _Col("bound", "<"),
-        _Col("time"),
+        Col("layer", "<", 0),
+        Col("type", "<"),
+        Col("output\nC x H x W"),
+        Col("MFLOP"),
+        Col("weights\nMB"),
+        Col("act. in\nMB"),
+        Col("act. out\nMB"),
+        Col("AI\nFLOP/byte"),
+        Col("roof\nGFLOP/s"),
+        Col("bound", "<"),
+        Col("time"),
     ]
     rows = []
     for lb in na.layers:
@@ -258,7 +255,7 @@ def format_network(na) -> str:
                 f"{c.ai:.1f}",
                 f"{lb.attainable:,.0f}",
                 lb.bound,
-                _seconds(lb.time_s),
+                seconds_text(lb.time_s),
             ]
         )
     head = [
@@ -275,16 +272,15 @@ def format_network(na) -> str:
         f"{na.params / 1e6:,.2f} M parameters, {na.bytes / 1e6:,.1f} MB moved",
         f"AI             {na.ai:.1f} FLOP/byte vs ridge {na.ridge:.1f}: {na.bound}-bound",
         f"attainable     {na.attainable:,.0f} GFLOP/s = min(peak, AI x {na.bandwidth:g} GB/s)",
-        f"time           {_seconds(na.time_s)} summed over layers, each at its own bound "
+        f"time           {seconds_text(na.time_s)} summed over layers, each at its own bound "
         f"({na.achieved:,.0f} GFLOP/s on average)",
     ]
-    return "\n".join(head + _table(cols, rows) + tail)
+    return "\n".join(head + text_table(cols, rows) + tail)
 
 
 def cmd_network(args: argparse.Namespace) -> int:
     """``hroof network NAME|FILE``: per-layer flops, bytes and bounds of a network."""
     from hroof.accel.network import analyse_network, load_network
-    from hroof.cli import _emit
 
     net = load_network(args.network)
     dev = _device(args.machine, args.dtype)
@@ -295,13 +291,12 @@ def cmd_network(args: argparse.Namespace) -> int:
         from hroof.plots.accel import network_figure
 
         save_figure(network_figure(na, dev), args.plot, flag="--plot")
-    _emit(json.dumps(na.to_dict(), indent=2) if args.json else format_network(na))
+    emit(json.dumps(na.to_dict(), indent=2) if args.json else format_network(na))
     return 0
 
 
 # ---------------------------------------------------------------------------- coalesce
 def format_coalescing(c, what: str) -> str:
-    from hroof.cli import _Col, _table
 
     lines = [
         f"coalescing of {what}",
@@ -310,11 +305,11 @@ def format_coalescing(c, what: str) -> str:
         "",
     ]
     cols = [
-        _Col("transaction", "<", 0),
-        _Col("transactions"),
-        _Col("bytes moved"),
-        _Col("efficiency"),
-        _Col("waste"),
+        Col("transaction", "<", 0),
+        Col("transactions"),
+        Col("bytes moved"),
+        Col("efficiency"),
+        Col("waste"),
     ]
     rows = []
     for s, t in zip(c.segments, c.transactions, strict=True):
@@ -328,14 +323,13 @@ def format_coalescing(c, what: str) -> str:
                 "-" if eff is None else f"{1 / eff:.2f}x",
             ]
         )
-    return "\n".join(lines + _table(cols, rows))
+    return "\n".join(lines + text_table(cols, rows))
 
 
 def cmd_coalesce(args: argparse.Namespace) -> int:
     """``hroof coalesce KERNEL ... | --trace FILE | --stride B``: transactions per warp."""
     from hroof._base.progress import Progress
     from hroof.accel import coalescing
-    from hroof.cli import _emit, _kernel_plan
 
     given = [args.kernel is not None, args.trace is not None, args.stride is not None]
     if sum(given) != 1:
@@ -350,7 +344,7 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
         )
         what = f"one warp: 32 threads x {args.size}-byte accesses, {args.stride} bytes apart"
     elif args.kernel is not None:
-        plan = _kernel_plan(args.kernel, args.params)
+        plan = kernel_plan(args.kernel, args.params)
         per = args.per_thread or plan.per_iteration
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
             c = coalescing.coalesce_plan(plan, segments=args.segment, per_thread=per, progress=bar)
@@ -375,7 +369,7 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
                 progress=bar,
             )
         what = f"trace {args.trace}: warps of 32 consecutive threads, {per} accesses per thread"
-    _emit(json.dumps(c.to_dict(), indent=2) if args.json else format_coalescing(c, what))
+    emit(json.dumps(c.to_dict(), indent=2) if args.json else format_coalescing(c, what))
     return 0
 
 
@@ -383,7 +377,6 @@ def cmd_coalesce(args: argparse.Namespace) -> int:
 def cmd_mwp(args: argparse.Namespace) -> int:
     """``hroof mwp``: Hong and Kim's MWP, CWP and execution cycles."""
     from hroof.accel.mwp import mwp_cwp, timeline
-    from hroof.cli import _emit
 
     r = mwp_cwp(
         args.mem_latency,
@@ -411,7 +404,7 @@ def cmd_mwp(args: argparse.Namespace) -> int:
 
         save_figure(timeline_figure(t, r), args.plot, flag="--plot")
     if args.json:
-        _emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
+        emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
         return 0
     bw = "" if r.mwp_peak_bw is None else f", bandwidth limit {r.mwp_peak_bw:.2f}"
     lines = [
@@ -427,14 +420,13 @@ def cmd_mwp(args: argparse.Namespace) -> int:
         if replay is not None
         else "replay skipped (more than 100,000 memory periods)",
     ]
-    _emit("\n".join(lines))
+    emit("\n".join(lines))
     return 0
 
 
 # ---------------------------------------------------------------------------- parsers
 def register(sub, machine_sub=None) -> None:
     """Add ``gemm``, ``network``, ``coalesce`` and ``mwp`` to the ``hroof`` subparsers."""
-    from hroof.cli import _format_arg, _positive
 
     p = sub.add_parser(
         "gemm",
@@ -560,13 +552,13 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument("--trace", metavar="FILE", help="a trace file (npz, din, lackey)")
     p.add_argument(
         "--format",
-        type=_format_arg,
+        type=trace_format,
         metavar="{npz,din,lackey}",
         help="trace format (default: from the file name)",
     )
     p.add_argument(
         "--access-size",
-        type=_positive("number of bytes", (1 << 32) - 1),
+        type=positive_int("number of bytes", (1 << 32) - 1),
         default=8,
         metavar="BYTES",
         help="size of din accesses without a SIZE field (default: 8)",
@@ -579,7 +571,7 @@ def register(sub, machine_sub=None) -> None:
     )
     p.add_argument(
         "--size",
-        type=_positive("number of bytes"),
+        type=positive_int("number of bytes"),
         default=4,
         metavar="BYTES",
         help="access size for --stride (default: 4)",
@@ -593,7 +585,7 @@ def register(sub, machine_sub=None) -> None:
     )
     p.add_argument(
         "--per-thread",
-        type=_positive("number of accesses"),
+        type=positive_int("number of accesses"),
         metavar="P",
         help="accesses per thread (default: a kernel's accesses per iteration; 1 for a trace)",
     )

@@ -7,6 +7,9 @@ import argparse
 import textwrap
 
 from hroof._base.progress import Progress
+from hroof._base.units import parse_int
+from hroof.cli.options import positive_int
+from hroof.cli.text import Col, ai_text, emit, term_width, text_table
 
 #: N when none is given (powers of two, so the fft row is defined).
 DEFAULT_NS = (1024, 1048576)
@@ -24,10 +27,9 @@ examples:
 
 
 def _n_arg(text: str) -> int:
-    from hroof.cli import _number
 
     try:
-        return _number(text)
+        return parse_int(text, maximum=None)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"N must be a whole number (1000, 1e6, 1_048_576), got {text!r}"
@@ -36,7 +38,6 @@ def _n_arg(text: str) -> int:
 
 def register(sub, machine_sub) -> None:
     """Add the ``table`` subcommand."""
-    from hroof.cli import _positive
     from hroof.roofline.table import DEFAULT_NNZ_PER_ROW, KERNELS
 
     p = sub.add_parser(
@@ -75,7 +76,7 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument(
         "--nnz-per-row",
-        type=_positive("number of nonzeros"),
+        type=positive_int("number of nonzeros"),
         default=DEFAULT_NNZ_PER_ROW,
         metavar="K",
         help="nonzeros per row of the cg and spmv operator (default: %(default)s, the "
@@ -96,7 +97,7 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument(
         "--max-accesses",
-        type=_positive("number of accesses"),
+        type=positive_int("number of accesses"),
         default=DEFAULT_MAX_ACCESSES,
         metavar="N",
         help="with --simulate, skip a row whose trace is longer (default: %(default)s)",
@@ -174,24 +175,23 @@ def _order(orders: dict | None) -> str:
 
 def format_table(doc: dict, *, explain: bool = False) -> str:
     """The table document as text: the analytic table, then the simulated AIs."""
-    from hroof.cli import _ai, _Col, _table, _width
 
     m = doc["machine"]
     known = m["ridge_point"] is not None
-    cols = [_Col("kernel", "<"), _Col("N"), _Col("flops"), _Col("bytes"),
-            _Col("ideal AI\nFLOP/B"), _Col("AI\norder"), _Col("lecture\nAI order")]  # fmt: skip
+    cols = [Col("kernel", "<"), Col("N"), Col("flops"), Col("bytes"),
+            Col("ideal AI\nFLOP/B"), Col("AI\norder"), Col("lecture\nAI order")]  # fmt: skip
     if known:
-        cols += [_Col("bound\nGFLOP/s"), _Col("region", "<")]
+        cols += [Col("bound\nGFLOP/s"), Col("region", "<")]
     rows = []
     for r in doc["rows"]:
-        row = [r["kernel"], f"{r['n']:,}", _count(r["flops"]), _count(r["bytes"]), _ai(r["ai"]),
+        row = [r["kernel"], f"{r['n']:,}", _count(r["flops"]), _count(r["bytes"]), ai_text(r["ai"]),
                _order(r["orders"]), _order(r["lecture_orders"])]  # fmt: skip
         if known:
             row += [f"{r['bound_gflop_s']:.3g}", r["region"]]
         rows.append(row)
     if known:
         head = (f"machine   {m['name']}: fp64 peak {m['peak_gflop_s']:g} GFLOP/s, memory "
-                f"{m['memory_bandwidth_gb_s']:g} GB/s, ridge point {_ai(m['ridge_point'])} "
+                f"{m['memory_bandwidth_gb_s']:g} GB/s, ridge point {ai_text(m['ridge_point'])} "
                 "FLOP/byte")  # fmt: skip
     else:
         head = (f"machine   {m['name']} (no fp64 peak or no memory bandwidth: no bounds; "
@@ -201,7 +201,7 @@ def format_table(doc: dict, *, explain: bool = False) -> str:
         "output written once (no write-allocate)",
         head,
         "",
-        *_table(cols, rows),
+        *text_table(cols, rows),
     ]
     sims = [(r, r["simulated"]) for r in doc["rows"] if r["simulated"] is not None]
     done = [(r, s) for r, s in sims if not s["skipped"]]
@@ -210,24 +210,24 @@ def format_table(doc: dict, *, explain: bool = False) -> str:
                   "flops over the compulsory traffic to memory):"]  # fmt: skip
         if done:
             names = [lv["name"] for lv in done[0][1]["levels"]]
-            scol = [_Col("kernel", "<"), _Col("N"), _Col("simulated as", "<")]
-            scol += [_Col(f"{n} AI") for n in names]
-            scol += [_Col("compulsory\nAI"), _Col("ideal\nAI"), _Col("ideal /\nmemory AI")]
+            scol = [Col("kernel", "<"), Col("N"), Col("simulated as", "<")]
+            scol += [Col(f"{n} AI") for n in names]
+            scol += [Col("compulsory\nAI"), Col("ideal\nAI"), Col("ideal /\nmemory AI")]
             srows = []
             for r, s in done:
                 ais = [lv["ai"] for lv in s["levels"]]
                 ratio = f"{r['ai'] / ais[-1]:.2f}x" if ais[-1] else "-"
                 srows.append([r["kernel"], f"{r['n']:,}", f"{s['kernel']} {s['size']}",
-                              *[_ai(a) for a in ais], _ai(s["compulsory_ai"]), _ai(r["ai"]),
-                              ratio])  # fmt: skip
-            lines += _table(scol, srows)
+                              *[ai_text(a) for a in ais], ai_text(s["compulsory_ai"]),
+                              ai_text(r["ai"]), ratio])  # fmt: skip
+            lines += text_table(scol, srows)
             lines += textwrap.wrap(
                 "The compulsory AI differs from the ideal by line rounding, the stencils' "
                 "halo, the grid nearest to N and, for spmv, the boundary rows of the "
                 "poisson3d matrix (fewer than 7 nonzeros); the memory AI falls further below "
                 "it by write-allocate reads (dgemv's y, the stencils' new grid) and the "
                 "capacity and conflict misses of the caches.",
-                _width(),
+                term_width(),
             )
         for r, s in sims:
             if s["skipped"]:
@@ -240,7 +240,7 @@ def format_table(doc: dict, *, explain: bool = False) -> str:
         lines.append(f"note: {note}")
     if explain:
         lines += ["", "Constants and assumptions:"]
-        width = _width()
+        width = term_width()
         for name, text in doc["explain"].items():
             lines += textwrap.wrap(f"{name}: {text}", width, subsequent_indent="    ")
     else:
@@ -257,11 +257,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     """``hroof table [--n N ...] [--kernel K ...] [--machine M] [--simulate] [--json]``."""
     import json
 
-    from hroof.cli import _emit
-
     doc = run_table(args)
     if args.json:
-        _emit(json.dumps(doc, indent=1))
+        emit(json.dumps(doc, indent=1))
     else:
-        _emit(format_table(doc, explain=args.explain))
+        emit(format_table(doc, explain=args.explain))
     return 0

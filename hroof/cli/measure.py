@@ -18,6 +18,8 @@ from pathlib import Path
 from hroof._base.errors import ConfigError
 from hroof._base.files import write_text
 from hroof._base.progress import Progress
+from hroof.cli.options import positive_int
+from hroof.cli.text import Col, emit, text_table
 
 _MEASURE_EPILOG = """\
 examples:
@@ -44,7 +46,6 @@ machine's levels and memory (DRAM/MEM/HBM are memory), otherwise in order: L1, L
 
 def register(sub, machine_sub) -> None:
     """Add ``machine measure`` and ``machine import-ert`` to the ``machine`` subparser."""
-    from hroof.cli import _positive
 
     fmt = argparse.RawDescriptionHelpFormatter
     q = machine_sub.add_parser(
@@ -77,7 +78,7 @@ def register(sub, machine_sub) -> None:
     )
     q.add_argument(
         "--threads",
-        type=_positive("number of threads", 1024),
+        type=positive_int("number of threads", 1024),
         metavar="N",
         help="threads of the all-core figures (default: the CPUs usable)",
     )
@@ -145,7 +146,6 @@ def _check_out_dir(out: str | None) -> Path | None:
 
 def format_measurement(m, written: list[Path]) -> str:
     """The summary ``hroof machine measure`` prints."""
-    from hroof.cli import _Col, _table
 
     lines = [
         f"{m.host.machine.name}: measured {m.date} ({m.settings.name}, {m.elapsed_s:.0f} s)",
@@ -160,16 +160,16 @@ def format_measurement(m, written: list[Path]) -> str:
             for t in counts:
                 cells.append(f"{m.figure(f.variant, f.precision, t).gflops:.1f}")
             rows.append([*cells, f.kernel])
-    cols = [_Col("precision", "<"), _Col("variant", "<")]
-    cols += [_Col(f"{t} thread" + ("s" if t > 1 else "")) for t in counts] + [_Col("kernel", "<")]
-    lines += _table(cols, rows)
+    cols = [Col("precision", "<"), Col("variant", "<")]
+    cols += [Col(f"{t} thread" + ("s" if t > 1 else "")) for t in counts] + [Col("kernel", "<")]
+    lines += text_table(cols, rows)
     lines += ["", "bandwidth plateaus (GB/s; -: no clear plateau)"]
     names = [lf.name for lf in m.sweeps[0].levels]
     rows = [
         [s.kernel, str(s.threads)] + [f"{lf.gbs:.1f}" if lf.gbs else "-" for lf in s.levels]
         for s in m.sweeps
     ]
-    lines += _table([_Col("kernel", "<"), _Col("threads"), *(_Col(n) for n in names)], rows)
+    lines += text_table([Col("kernel", "<"), Col("threads"), *(Col(n) for n in names)], rows)
     if written:
         lines += ["", "wrote " + ", ".join(str(p) for p in written)]
     return "\n".join(lines)
@@ -177,7 +177,6 @@ def format_measurement(m, written: list[Path]) -> str:
 
 def cmd_machine_measure(args: argparse.Namespace) -> int:
     """``hroof machine measure``: measure the host, write the host file (and --out DIR)."""
-    from hroof.cli import _emit
     from hroof.machine.host import read_host
     from hroof.machine.measure import files
     from hroof.machine.measure.run import PRESETS, measure_host, mem_available, plan, usable_cores
@@ -220,13 +219,12 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
         written += report.write_figures(m, out)
         write_text(out / "report.html", report.report_html(m, text))
         written.append(out / "report.html")
-    _emit(format_measurement(m, written))
+    emit(format_measurement(m, written))
     return 0
 
 
 def cmd_machine_import_ert(args: argparse.Namespace) -> int:
     """``hroof machine import-ert ROOFLINE.json --onto NAME|FILE``: ERT figures as machine TOML."""
-    from hroof.cli import _emit
     from hroof.machine.measure.files import import_ert_toml, read_ert
     from hroof.machine.model import load_machine
 
@@ -236,8 +234,8 @@ def cmd_machine_import_ert(args: argparse.Namespace) -> int:
     machine = load_machine(args.onto)
     text = import_ert_toml(doc, machine, source=args.ert)
     if args.out is None:
-        _emit(text)
+        emit(text)
         return 0
     write_text(Path(args.out), text)
-    _emit(f"wrote {args.out}: {machine.name} with the figures of {args.ert}")
+    emit(f"wrote {args.out}: {machine.name} with the figures of {args.ert}")
     return 0

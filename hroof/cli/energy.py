@@ -17,6 +17,18 @@ from pathlib import Path
 
 from hroof._base.errors import HroofError
 from hroof._base.files import figure_format, save_figure, write_text
+from hroof.cli.options import positive_int
+from hroof.cli.text import (
+    Col,
+    ai_text,
+    assignments_text,
+    emit,
+    format_bytes,
+    header_block,
+    int_text,
+    term_width,
+    text_table,
+)
 
 _DESCRIPTION = """\
 Simulate a kernel on a machine and estimate its energy with the roofline model of energy
@@ -68,7 +80,7 @@ def register(sub, machine_sub) -> None:
         metavar="KEY=VALUE",
         help="the kernel's parameters; a list or range (n=16..256:x2) makes a sweep",
     )
-    from hroof.cachesim.config import DEFAULT_MACHINE
+    from hroof.machine.catalog import DEFAULT_MACHINE
 
     p.add_argument(
         "--machine",
@@ -89,11 +101,10 @@ def register(sub, machine_sub) -> None:
     p.add_argument("--json", action="store_true", help="print the estimate(s) as JSON")
     p.add_argument("--no-classify", action="store_true", help="do not classify misses")
     p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
-    from hroof.cli import _positive
 
     p.add_argument(
         "--workers",
-        type=_positive("number of processes"),
+        type=positive_int("number of processes"),
         metavar="N",
         help="a sweep: processes to run points in (default: one per core)",
     )
@@ -160,40 +171,39 @@ def _notes(model, estimates, results=()) -> list[str]:
 
 def format_energy(result, model, estimate, *, width: int) -> str:
     """One run's energy: per-level table, then time, energy, power, efficiency, dominant."""
-    from hroof.cli import _ai, _assignments, _Col, _header_block, _int, _table
 
     src = result.source
-    run = f"{src.get('kernel')} ({_assignments(src.get('params', {}))})" if src else "?"
-    lines = _header_block(
+    run = f"{src.get('kernel')} ({assignments_text(src.get('params', {}))})" if src else "?"
+    lines = header_block(
         [("kernel", run), ("machine", model.machine), ("energy", _machine_line(model))], width
     )
     total = estimate.total_j
     ais = {lv.name: lv.ai for lv in result.levels}
     ais[result.memory.name] = result.memory.ai
-    cols = [_Col("term", "<"), _Col("count"), _Col("AI\nFLOP/B"), _Col("pJ\neach"),
-            _Col("time"), _Col("energy"), _Col("share")]  # fmt: skip
+    cols = [Col("term", "<"), Col("count"), Col("AI\nFLOP/B"), Col("pJ\neach"),
+            Col("time"), Col("energy"), Col("share")]  # fmt: skip
     times = {lv.name: (None if lv.bandwidth is None else b / (lv.bandwidth * 1e9))
              for lv in model.levels for b in [_bytes(result, lv.name)]}  # fmt: skip
-    rows = [["flops", _int(estimate.flops), "-", f"{model.flop_pj:g}",
+    rows = [["flops", int_text(estimate.flops), "-", f"{model.flop_pj:g}",
              _si(estimate.flops / (model.peak * 1e9), "s"), _si(estimate.part("flops").joules, "J"),
              _share(estimate.part("flops").joules, total)]]  # fmt: skip
     for lv in model.levels:
         nbytes = _bytes(result, lv.name)
         joules = estimate.part(lv.name).joules if lv.byte_pj is not None else None
-        rows.append([f"{lv.name} bytes", _int(nbytes), _ai(ais.get(lv.name)),
+        rows.append([f"{lv.name} bytes", int_text(nbytes), ai_text(ais.get(lv.name)),
                      "-" if lv.byte_pj is None else f"{lv.byte_pj:g}", _si(times[lv.name], "s"),
                      "not charged" if joules is None else _si(joules, "J"),
                      "-" if joules is None else _share(joules, total)])  # fmt: skip
     const = estimate.part("constant").joules
     rows.append(["constant", "-", "-", f"{model.constant_w:g} W", _si(estimate.time_s, "s"),
                  _si(const, "J"), _share(const, total)])  # fmt: skip
-    lines += ["", *_table(cols, rows), ""]
+    lines += ["", *text_table(cols, rows), ""]
     binds = "compute" if estimate.binding == "compute" else f"{estimate.binding} bandwidth"
     dom = estimate.dominant
     dom_name = {"flops": "the flops", "constant": "the constant power"}.get(
         dom.name, f"{dom.name} bytes"
     )
-    lines += _header_block(
+    lines += header_block(
         [
             ("time", f"{_si(estimate.time_s, 's')} ({_g(estimate.performance)} GFLOP/s; "
              f"{binds} sets it)"),
@@ -221,24 +231,22 @@ def _share(part: float, whole: float) -> str:
 
 def format_energy_sweep(points, model, estimates, vary) -> str:
     """A sweep's energy: one row per point."""
-    from hroof.cli import _Col, _table, format_bytes
 
-    cols = [_Col(k) for k in vary] + [_Col("footprint"), _Col("time"), _Col("energy"),
-            _Col("pJ/FLOP"), _Col("power\nW"), _Col("GFLOP/J"), _Col("dominant", "<")]  # fmt: skip
+    cols = [Col(k) for k in vary] + [Col("footprint"), Col("time"), Col("energy"),
+            Col("pJ/FLOP"), Col("power\nW"), Col("GFLOP/J"), Col("dominant", "<")]  # fmt: skip
     rows = []
     for p, e in zip(points, estimates, strict=True):
         rows.append([str(p.params[k]) for k in vary] + [
             format_bytes(p.footprint), _si(e.time_s, "s"), _si(e.total_j, "J"), _g(e.pj_per_flop),
             _g(e.power_w), _g(e.gflop_per_j),
             f"{e.dominant.name} ({_share(e.dominant.joules, e.total_j)})"])  # fmt: skip
-    from hroof.cli import _header_block, _width
 
     kernel = points[0].result.source.get("kernel")
-    lines = _header_block([("kernel", f"{kernel} ({len(points)} points)"),
+    lines = header_block([("kernel", f"{kernel} ({len(points)} points)"),
                            ("machine", model.machine), ("energy", _machine_line(model))],
-                          _width())  # fmt: skip
+                          term_width())  # fmt: skip
     lines.append("")
-    lines += _table(cols, rows)
+    lines += text_table(cols, rows)
     lines += _notes(model, estimates, [p.result for p in points])
     return "\n".join(lines)
 
@@ -247,7 +255,6 @@ def format_energy_sweep(points, model, estimates, vary) -> str:
 def cmd_energy(args: argparse.Namespace) -> int:
     """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
     from hroof._base.progress import Progress
-    from hroof.cli import _emit, _width
     from hroof.machine.model import load_machine
     from hroof.roofline.energy import energy_model, run_energy
     from hroof.studies.sweep import expand_grid
@@ -277,10 +284,9 @@ def cmd_energy(args: argparse.Namespace) -> int:
         est = run_energy(result, model)
         written = []
         if args.plot:
-            from hroof.cli import _assignments
             from hroof.plots.energy import plot_energy
 
-            given = _assignments(parse_assignments(args.params))
+            given = assignments_text(parse_assignments(args.params))
             title = f"{plan.kernel} ({given}) on {model.machine}" if given else (
                 f"{plan.kernel} on {model.machine}")  # fmt: skip
             save_figure(
@@ -293,12 +299,12 @@ def cmd_energy(args: argparse.Namespace) -> int:
         if args.json:
             doc = {"schema": "hroof.energy/1", "model": model.to_dict(),
                    "result": result.to_dict(), "energy": est.to_dict()}  # fmt: skip
-            _emit(json.dumps(doc, indent=1))
+            emit(json.dumps(doc, indent=1))
         else:
-            text = format_energy(result, model, est, width=_width())
+            text = format_energy(result, model, est, width=term_width())
             if written:
                 text += "\n\nwrote " + ", ".join(written)
-            _emit(text)
+            emit(text)
         return 0
 
     from hroof.studies.sweep import run_sweep, varying
@@ -320,15 +326,15 @@ def cmd_energy(args: argparse.Namespace) -> int:
     }  # fmt: skip
     written, skipped = [], []
     if args.out:
-        written = _sweep_outputs(Path(args.out), points, model, vary, doc, skipped)
+        written = sweep_outputs(Path(args.out), points, model, vary, doc, skipped)
     if args.json:
-        _emit(json.dumps(doc, indent=1))
+        emit(json.dumps(doc, indent=1))
     else:
         text = format_energy_sweep(points, model, estimates, vary)
         if written:
             text += "\n\nwrote " + ", ".join(str(p) for p in written)
         text += "".join("\n" + line for line in skipped)
-        _emit(text)
+        emit(text)
     return 0
 
 
@@ -336,7 +342,7 @@ def _assignments_of(point, vary) -> str:
     return " ".join(f"{k}={point.params[k]}" for k in vary)
 
 
-def _sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> list[Path]:
+def sweep_outputs(out: Path, points, model, vary, doc, skipped: list[str]) -> list[Path]:
     """energy.json, efficiency.png, power.png and (one varying integer) breakdown.png.
 
     A figure left out is explained by a line appended to ``skipped``.

@@ -16,6 +16,9 @@ import json
 import textwrap
 
 from hroof._base.progress import Progress
+from hroof.cli.options import kernel_plan, positive_int, seconds
+from hroof.cli.text import REPORT_WIDTH, Col, assignments_text, emit, format_bytes, text_table
+from hroof.machine.catalog import is_measured_host
 
 _DESCRIPTION = """\
 Run a kernel for real on this host (its Numba twin: the loops and array layout of
@@ -48,7 +51,6 @@ examples:
 
 def register(sub, machine_sub) -> None:
     """Add ``hroof run`` to the subcommands."""
-    from hroof.cli import _positive, _seconds
 
     p = sub.add_parser(
         "run",
@@ -66,21 +68,21 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument(
         "--min-time",
-        type=_seconds,
+        type=seconds,
         default=0.2,
         metavar="S",
         help="least total seconds of the timed runs (default: 0.2)",
     )
     p.add_argument(
         "--repeats",
-        type=_positive("number of runs"),
+        type=positive_int("number of runs"),
         default=5,
         metavar="N",
         help="least number of timed runs (default: 5)",
     )
     p.add_argument(
         "--warmup",
-        type=_positive("number of runs"),
+        type=positive_int("number of runs"),
         default=1,
         metavar="N",
         help="untimed runs first; the first compiles the kernel (default: 1)",
@@ -123,20 +125,6 @@ def _g(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def is_measured_host(machine) -> bool:
-    """Whether ``machine`` was loaded from the measured host file (``--machine host``)."""
-    from pathlib import Path
-
-    from hroof.machine.model import host_machine_path
-
-    if not machine.source:
-        return False
-    try:
-        return Path(machine.source).resolve() == host_machine_path().resolve()
-    except OSError:
-        return False
-
-
 def compulsory_bound(flops: int, footprint: int, machine) -> dict | None:
     """The machine's roofline at the compulsory AI (flops / footprint, FLOP/byte):
     ``min(peak, AI x memory bandwidth)`` GFLOP/s, or None without the figures or flops."""
@@ -154,19 +142,10 @@ def compulsory_bound(flops: int, footprint: int, machine) -> dict | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``hroof run KERNEL KEY=VALUE ...``: the kernel run natively and timed."""
-    from hroof.cli import (
-        REPORT_WIDTH,
-        _assignments,
-        _Col,
-        _emit,
-        _kernel_plan,
-        _table,
-        format_bytes,
-    )
     from hroof.native import measure_kernel
     from hroof.native.core import require_native
 
-    plan = _kernel_plan(args.kernel, args.params)
+    plan = kernel_plan(args.kernel, args.params)
     require_native(plan.kernel)
     machine = None
     if args.machine is not None or args.predict:
@@ -198,12 +177,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "compulsory_bound": cbound,
                 "predicted": comparison.to_dict() if comparison else None,
             }
-        _emit(json.dumps(doc, indent=1))
+        emit(json.dumps(doc, indent=1))
         return 0
 
     t = m.timing
     lines = [
-        f"kernel     {m.kernel} {_assignments(m.params)}",
+        f"kernel     {m.kernel} {assignments_text(m.params)}",
         f"host       {_host()}; one thread, native (Numba)",
         f"runs       {t.repeats} timed ({t.total:.3g} s in all) after {t.warmup} warm-up "
         f"run{'s' if t.warmup > 1 else ''} (JIT compile not timed)",
@@ -224,9 +203,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         ["core bandwidth", "GB/s", _g(c_rate[0]), f"{_g(c_rate[1])}..{_g(c_rate[2])}",
          f"loads + stores {format_bytes(m.core_bytes)} (the simulator's L1 bytes) per run time"],
     ]  # fmt: skip
-    cols = [_Col("measured", "<", 0), _Col("unit", "<"), _Col("median"), _Col("IQR"),
-            _Col("from", "<")]  # fmt: skip
-    lines += ["", *_table(cols, rows)]
+    cols = [Col("measured", "<", 0), Col("unit", "<"), Col("median"), Col("IQR"),
+            Col("from", "<")]  # fmt: skip
+    lines += ["", *text_table(cols, rows)]
     if machine is not None:
         what = (
             "this host: the figures 'hroof machine measure' measured"
@@ -254,5 +233,5 @@ def cmd_run(args: argparse.Namespace) -> int:
             if comparison is not None:
                 lines.append(f"measured / predicted  {comparison.ratio:.2f}: "
                              f"{comparison.verdict}")  # fmt: skip
-    _emit("\n".join(lines))
+    emit("\n".join(lines))
     return 0

@@ -1,0 +1,139 @@
+"""Argument types and the option groups commands share (one definition each).
+
+Every number a user types goes through :mod:`hroof._base.units`, so ``1e6``,
+``1_000_000`` and ``48 KiB`` mean the same on every option and in every
+``KEY=VALUE`` word, and a value that is not whole where a whole number is
+needed is an error, never truncated.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from hroof._base.errors import HroofError, suggest
+from hroof._base.units import parse_float, parse_int
+from hroof.traces import DEFAULT_CHUNK, FORMATS
+
+#: The largest access size a trace may give (its ``size`` field is 32-bit).
+MAX_ACCESS_SIZE = (1 << 32) - 1
+
+#: ``--machine`` help, the same on every command.
+MACHINE_HELP = (
+    "the machine: a bundled name (see 'hroof machine list'), 'host' (this host, once "
+    "measured with 'hroof machine measure') or the path of a machine TOML file "
+    "(default: skylake-sp)"
+)
+
+
+def _typed(parse, message: str):
+    """An argparse type from a units parser; a bad value gets argparse's one line."""
+
+    def convert(text: str):
+        try:
+            return parse(text)
+        except HroofError:
+            raise argparse.ArgumentTypeError(f"{message}, got {text!r}") from None
+
+    return convert
+
+
+def positive_int(what: str, largest: int | None = None):
+    """An argparse type: a whole number >= 1 (and <= ``largest``) in any spelling."""
+    top = f" up to {largest:,}" if largest is not None else ""
+    return _typed(
+        lambda t: parse_int(t, what, minimum=1, maximum=largest or 2**63 - 1),
+        f"must be a positive {what}{top}",
+    )
+
+
+flops_count = _typed(
+    lambda t: parse_int(t, "flops", minimum=0, units=False),
+    "must be a non-negative whole number of floating-point operations (e.g. 1000000 or 1e6)",
+)
+flops_count.__doc__ = "An argparse type: a non-negative whole number of floating-point operations."
+
+seconds = _typed(
+    lambda t: parse_float(t, "seconds", minimum=0.0), "must be a number of seconds >= 0"
+)
+seconds.__doc__ = "An argparse type: a number of seconds >= 0."
+
+
+def trace_format(text: str) -> str:
+    """An argparse type: one of the trace formats (case-insensitive)."""
+    name = text.strip().lower()
+    if name not in FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"unknown trace format {text!r}{suggest(name, FORMATS)}; "
+            f"choose {', '.join(FORMATS[:-1])} or {FORMATS[-1]}"
+        )
+    return name
+
+
+# ---------------------------------------------------------------------------- option groups
+def machine_option(p: argparse.ArgumentParser, help: str = MACHINE_HELP) -> None:
+    """``--machine NAME|FILE``."""
+    p.add_argument("--machine", metavar="NAME|FILE", help=help)
+
+
+def quiet_option(p: argparse.ArgumentParser) -> None:
+    """``--quiet/-q``: no progress bar."""
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar on stderr (it is shown only when stderr is a terminal, or "
+        "when HROOF_PROGRESS=1)",
+    )
+
+
+def json_option(p: argparse.ArgumentParser, schema: str) -> None:
+    """``--json``: the result as a JSON document of ``schema``."""
+    p.add_argument(
+        "--json", action="store_true", help=f"print the result as JSON (schema {schema})"
+    )
+
+
+def workers_option(p: argparse.ArgumentParser) -> None:
+    """``--workers N`` and ``--no-cache``: how the points of a multi-point command run."""
+    p.add_argument(
+        "--workers",
+        type=positive_int("number of processes"),
+        metavar="N",
+        help="processes to run points in (default: one per core)",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="simulate every point again (no result cache)"
+    )
+
+
+def chunk_option(p: argparse.ArgumentParser, what: str = "read and simulated") -> None:
+    """``--chunk-size N``: accesses per chunk (bounds memory)."""
+    p.add_argument(
+        "--chunk-size",
+        type=positive_int("number of accesses"),
+        default=DEFAULT_CHUNK,
+        metavar="N",
+        help=f"accesses {what} per chunk; bounds memory use (default: {DEFAULT_CHUNK:,})",
+    )
+
+
+def simulation_options(p: argparse.ArgumentParser) -> None:
+    """``--no-classify`` and ``--no-flush``."""
+    p.add_argument(
+        "--no-classify",
+        action="store_true",
+        help="do not classify misses as compulsory/capacity/conflict (faster, less memory; "
+        "the per-class fields are null)",
+    )
+    p.add_argument(
+        "--no-flush",
+        action="store_true",
+        help="do not write dirty lines back at the end of the run (steady-state studies)",
+    )
+
+
+def kernel_plan(name: str, assignments: list[str]):
+    """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
+    from hroof.traces import get_kernel, parse_assignments
+
+    return get_kernel(name).bind(**parse_assignments(assignments))

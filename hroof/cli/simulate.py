@@ -1,0 +1,254 @@
+"""``hroof kernels``, ``hroof simulate`` and ``hroof trace``: a kernel or a trace through a
+cache hierarchy, and a kernel's trace to a file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hroof._base.errors import HroofError
+from hroof._base.files import partial_path, replace_with
+from hroof._base.progress import Progress
+from hroof.cli.options import (
+    MACHINE_HELP,
+    MAX_ACCESS_SIZE,
+    flops_count,
+    kernel_plan,
+    positive_int,
+    trace_format,
+)
+from hroof.cli.results import format_kernels, format_result
+from hroof.cli.text import assignments_text, emit, term_width
+from hroof.machine.model import resolve_machine
+from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
+
+if TYPE_CHECKING:
+    from hroof.cachesim import HierarchyConfig, SimResult
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    """``hroof kernels``: list the kernels and their parameters."""
+    emit(format_kernels())
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
+    from hroof.cachesim import simulate
+
+    if args.threads == 2 and not args.no_classify:
+        raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
+    if args.kernel is None and args.trace is None:
+        raise HroofError("give a KERNEL (see 'hroof kernels') or --trace FILE")
+    if args.kernel is not None and args.trace is not None:
+        raise HroofError("give a KERNEL or --trace FILE, not both")
+    if args.kernel is not None:
+        for option in ("format", "flops"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise HroofError(f"{flag} is for --trace; a kernel knows its own")
+        plan = kernel_plan(args.kernel, args.params)
+        machine = resolve_machine(args.machine)
+        with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
+            result = simulate(
+                machine,
+                plan.chunks(args.chunk_size),
+                classify=not args.no_classify,
+                flush=not args.no_flush,
+                flops=plan.flops,
+                source=plan.source(),
+                progress=bar,
+                threads=args.threads,
+            )
+        if args.json:
+            emit(result.to_json())
+        else:
+            text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
+            emit(text + _advice(result, machine))
+        return 0
+    machine = resolve_machine(args.machine)
+    path = os.fspath(args.trace)
+    fmt = args.format or detect_format(path)
+    # iter_trace checks the file (exists, readable, npz layout) before anything runs.
+    chunks = iter_trace(path, fmt, chunk_size=args.chunk_size, access_size=args.access_size)
+    total = count_accesses(path, fmt)
+    with Progress(total, enabled=False if args.quiet else None) as bar:
+        result = simulate(
+            machine,
+            chunks,
+            classify=not args.no_classify,
+            flush=not args.no_flush,
+            flops=args.flops,
+            source={"trace": path, "format": fmt},
+            progress=bar,
+            threads=args.threads,
+        )
+    if args.json:
+        emit(result.to_json())
+    else:
+        emit(format_result(result, machine, width=term_width()) + _advice(result, machine))
+    return 0
+
+
+def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
+    """The optimisation guidance for a result, as a section to append to its table; empty
+    when the machine lacks a figure it needs or the flops are unknown."""
+    from hroof.roofline import load_machine
+    from hroof.roofline.guidance import guidance
+
+    if not result.flops or hierarchy.source is None:  # no flops (copy): no AI to guide by
+        return ""
+    machine = load_machine(hierarchy.source)
+    if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
+        return ""
+    lines = guidance(result, machine).lines(width=term_width())
+    return "\n\nRoofline guidance on " + machine.name + ":\n" + "\n".join(lines)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """``hroof trace KERNEL KEY=VALUE --out FILE``: write a kernel's trace to npz or din."""
+    from hroof.traces import write_din, write_npz
+
+    plan = kernel_plan(args.kernel, args.params)
+    out = Path(args.out)
+    name = out.name.lower()
+    if name.endswith(".npz"):
+        writer = write_npz
+    elif name.endswith((".din", ".din.gz")):
+        writer = write_din
+    else:
+        raise HroofError(f"--out {out}: give a file ending in .npz, .din or .din.gz")
+    # Written beside the target and renamed, so a failure leaves no partial file behind.
+    try:
+        replace_with(out, lambda tmp: writer(tmp, plan.chunks(args.chunk_size, reuse=False)))
+    except HroofError as exc:
+        raise HroofError(str(exc).replace(str(partial_path(out)), str(out))) from None
+    emit(
+        f"wrote {out}: {plan.accesses:,} accesses of {plan.kernel} "
+        f"({assignments_text(plan.params)}), {plan.flops:,} flops"
+    )
+    return 0
+
+
+def register(sub, machine_sub) -> None:
+    """Add ``kernels``, ``trace`` and ``simulate``."""
+    p = sub.add_parser(
+        "kernels",
+        help="list the kernels hroof can generate, with their parameters",
+        description="List every registered kernel, its parameters, their defaults and units.",
+    )
+    p.set_defaults(func=cmd_kernels)
+
+    p = sub.add_parser(
+        "trace",
+        help="write a kernel's access trace to a file (npz or din)",
+        description=(
+            "Generate a kernel's exact access stream and write it as .npz or Dinero .din, "
+            "so other simulators (Dinero, pycachesim) can be run on the same stream. "
+            "Non-temporal stores cannot be written as din."
+        ),
+    )
+    p.add_argument("kernel", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
+    p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="the kernel's parameters")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="output file: .npz, .din or .din.gz"
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=positive_int("number of accesses"),
+        default=DEFAULT_CHUNK,
+        metavar="N",
+        help=f"accesses generated per chunk (default: {DEFAULT_CHUNK:,})",
+    )
+    p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a kernel or a trace file and print per-level counts",
+        description=(
+            "Generate a kernel's access stream (see 'hroof kernels'), or stream a "
+            "memory-access trace file, through a simulated cache hierarchy and print, per "
+            "level, lookups, hits, misses by class, write-allocate fills, writebacks, the "
+            "bytes the level moves and its arithmetic intensity; or the full result as "
+            "JSON (schema hroof.result/1)."
+        ),
+    )
+    p.add_argument(
+        "kernel", nargs="?", metavar="KERNEL", help="a kernel to generate (see 'hroof kernels')"
+    )
+    p.add_argument(
+        "params",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest)",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="trace file to simulate (npz, Dinero din or valgrind lackey; text formats "
+        "may be gzip-compressed)",
+    )
+    p.add_argument(
+        "--format",
+        type=trace_format,
+        metavar="{" + ",".join(FORMATS) + "}",
+        help="trace file format (default: told from the file name: .npz; .din, .dinero; "
+        ".lackey, .trace, .log, .out)",
+    )
+    p.add_argument(
+        "--flops",
+        type=flops_count,
+        metavar="N",
+        help="floating-point operations the traced run performed (a count, not a rate; "
+        "e.g. 1e6); gives each level's arithmetic intensity in FLOP/byte",
+    )
+    p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
+    p.add_argument(
+        "--no-classify",
+        action="store_true",
+        help="do not classify misses as compulsory/capacity/conflict (faster, less memory; "
+        "the per-class fields are null)",
+    )
+    p.add_argument(
+        "--no-flush",
+        action="store_true",
+        help="do not write dirty lines back at the end of the run (steady-state studies)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
+        "result; needs --no-classify)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON (schema hroof.result/1) instead of the table",
+    )
+    p.add_argument(
+        "--access-size",
+        type=positive_int("number of bytes", MAX_ACCESS_SIZE),
+        default=8,
+        metavar="BYTES",
+        help="size in bytes of din accesses whose line has no SIZE field (default: 8)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=positive_int("number of accesses"),
+        default=DEFAULT_CHUNK,
+        metavar="N",
+        help=f"accesses read and simulated per chunk; bounds memory use (default: "
+        f"{DEFAULT_CHUNK:,})",
+    )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar on stderr (it is shown only when stderr is a terminal, or "
+        "when HROOF_PROGRESS=1)",
+    )
+    p.set_defaults(func=cmd_simulate)
