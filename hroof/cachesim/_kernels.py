@@ -680,3 +680,30 @@ def count_dirty(geo, st, lvl):
         if tags[i] >= 0 and (tags[i] & 1):
             n += 1
     return n
+
+
+@njit(**JIT)
+def sample_filter(addr, size, kind, line_bits, m, k, residue, per_class, out_addr, out_size,
+                  out_kind, out_group):  # fmt: skip
+    """Keep the accesses whose line is ``residue`` modulo ``k``, in order (set sampling).
+
+    Counts every access's line class modulo ``m`` (a multiple of ``k``) into
+    ``per_class``, copies the kept accesses to the ``out_*`` arrays with their
+    group ``(line mod m) // k``, and returns how many were kept. Each access
+    must lie within one line.
+    """
+    m_pow2 = (m & (m - 1)) == 0
+    k_pow2 = (k & (k - 1)) == 0
+    j = 0
+    for i in range(addr.shape[0]):
+        line = addr[i] >> line_bits
+        key = line & (m - 1) if m_pow2 else line % m
+        per_class[key] += 1
+        r = key & (k - 1) if k_pow2 else key % k
+        if r == residue:
+            out_addr[j] = addr[i]
+            out_size[j] = size[i]
+            out_kind[j] = kind[i]
+            out_group[j] = key // k
+            j += 1
+    return j

@@ -175,7 +175,14 @@ class Simulator:
     the cache state plus, with classification, O(distinct lines touched).
     """
 
-    def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True, threads: int = 1):
+    def __init__(
+        self,
+        hierarchy: HierarchyConfig,
+        *,
+        classify: bool = True,
+        threads: int = 1,
+        _shadow_div: int = 1,
+    ):
         if not isinstance(hierarchy, HierarchyConfig):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         if threads not in (1, 2):
@@ -217,7 +224,8 @@ class Simulator:
         self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
         if self.classify:
             self._fl = self._new_flags(pages=64, pt_cap=256)
-            self._sh = self._new_shadow([lv.lines for lv in levels])
+            # Set sampling feeds 1/_shadow_div of the lines: the shadows shrink alike.
+            self._sh = self._new_shadow([max(1, lv.lines // _shadow_div) for lv in levels])
         else:
             self._fl = self._new_flags(pages=1, pt_cap=2)
             self._sh = self._new_shadow([1] * nlev)
@@ -360,6 +368,18 @@ class Simulator:
             self._run_pipelined(addr, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
+    def _feed_valid(self, addr, size, kind) -> None:
+        """Simulate accesses already checked, each within one line (the core's counts untouched).
+
+        ``addr`` int64, ``size`` int64, ``kind`` uint8, as :func:`_as_chunk` returns them.
+        """
+        t0 = time.perf_counter()
+        if self._pool is None:
+            self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
+        else:
+            self._run_pipelined(addr, size, kind)
+        self._simulate_s += time.perf_counter() - t0
+
     def _pass(self, lvl, src, shift, size, kind, out) -> int:
         """Run events through level ``lvl`` (growing the tables as needed); return events out.
 
@@ -440,6 +460,16 @@ class Simulator:
             raise HroofError("this simulation is finished already")
         if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
             raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
+        self._end(flush)
+        return self._result(
+            flush=flush,
+            flops=None if flops is None else int(flops),
+            source=source or {},
+            trace_s=trace_s,
+        )
+
+    def _end(self, flush: bool) -> None:
+        """Wait for the worker, flush (if asked) and mark the simulation finished."""
         t0 = time.perf_counter()
         if self._pool is not None:
             self._wait()
@@ -449,17 +479,15 @@ class Simulator:
             self._flush()
         self._simulate_s += time.perf_counter() - t0
         self._finished = True
-        return self._result(
-            flush=flush,
-            flops=None if flops is None else int(flops),
-            source=source or {},
-            trace_s=trace_s,
-        )
 
     # ------------------------------------------------------------ results
-    def _result(self, *, flush: bool, flops: int | None, source: dict, trace_s: float):
-        ctr = self._st.ctr
-        c = self._st.core
+    def _result(
+        self, *, flush: bool, flops: int | None, source: dict, trace_s: float,
+        ctr=None, core=None, simulate_s=None, sampling=None,
+    ):  # fmt: skip
+        """Build the result from this simulator's counters, or from ``ctr``/``core`` if given."""
+        ctr = self._st.ctr if ctr is None else ctr
+        c = self._st.core if core is None else core
         core = CoreCounts(*(int(x) for x in c))
         levels = []
         above_bytes = core.bytes_loaded + core.bytes_stored
@@ -484,10 +512,14 @@ class Simulator:
             core=core,
             levels=tuple(levels),
             memory=memory,
-            timing={"trace_s": trace_s, "simulate_s": self._simulate_s},
+            timing={
+                "trace_s": trace_s,
+                "simulate_s": self._simulate_s if simulate_s is None else simulate_s,
+            },
             classified=self.classify,
             flushed=flush,
             machine=self.hierarchy.name,
+            sampling=sampling,
         )
 
     def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops):
@@ -548,6 +580,7 @@ def simulate(
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
     threads: int = 1,
+    sample_sets: int = 1,
 ) -> SimResult:
     """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
 
@@ -555,7 +588,17 @@ def simulate(
     chunk after it is simulated. ``timing.trace_s`` is the time spent producing
     the chunks (reading or generating the trace). ``threads=2`` pipelines the
     levels on two threads (``classify=False`` only; same result).
+    ``sample_sets=K`` simulates 1/K of the sets exactly and scales the counts
+    by K (:mod:`hroof.cachesim.sampling`; the result's ``sampling`` holds the
+    estimate's standard errors).
     """
+    if sample_sets != 1:
+        from hroof.cachesim.sampling import parse_sample, simulate_sampled
+
+        return simulate_sampled(
+            hierarchy, chunks, k=parse_sample(sample_sets), classify=classify, flush=flush,
+            flops=flops, source=source, progress=progress, threads=threads,
+        )  # fmt: skip
     sim = Simulator(hierarchy, classify=classify, threads=threads)
     trace_s = 0.0
     it = iter(chunks)
