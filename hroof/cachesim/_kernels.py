@@ -38,17 +38,20 @@ All state lives in flat NumPy arrays, bundled in named tuples (see
 Classification state (only when classifying):
 
 flag pages
-    One uint32 word per distinct line touched: bit ``l`` = seen at level
-    ``l``, bit ``16 + l`` = written back from level ``l`` at least once.
+    One word per distinct line touched (uint8 for up to 4 levels, uint16 up
+    to 8, uint32 up to 16: :func:`flag_dtype`): bit ``l`` = seen at level
+    ``l``, bit ``wb0 + l`` = written back from level ``l`` at least once
+    (``wb0`` is 4, 8 or 16, kept in ``meta[M_WB0]``).
     Lines are grouped in pages of ``PAGE`` lines; an open-addressing hash
-    table maps ``line >> PAGE_BITS`` to a page. Dense traces cost 4 bytes per
-    line touched.
+    table maps ``line >> PAGE_BITS`` to a page. Dense traces cost 1 byte per
+    line touched (up to 4 levels).
 
 shadows
     Per level, a fully-associative LRU cache of the level's capacity in
     lines: a doubly-linked list of nodes (``node``: the line and its packed
     links, 16 bytes a node) in recency order plus a linear-probing hash table
-    (``tab``, int32) from line to node, so every operation is O(1) expected
+    (``tab``, int64 ``home << 32 | node``, so probing and deleting read no
+    node) from line to node, so every operation is O(1) expected
     whatever the capacity (an L3 of 500 000 lines costs the same per event
     as an L1 of 768).
 
@@ -110,12 +113,24 @@ NCORE = 6
 PAGE_BITS = 9
 PAGE = 1 << PAGE_BITS
 SEEN_BIT0 = 0
-WB_BIT0 = 16
+
+
+def flag_dtype(nlevels):
+    """The flag word of a hierarchy of ``nlevels``, and the bit of level 0's written-back flag.
+
+    Two bits a level: uint8 up to 4 levels, uint16 up to 8, uint32 up to 16.
+    """
+    for dtype, wb0 in ((np.uint8, 4), (np.uint16, 8), (np.uint32, 16)):
+        if nlevels <= wb0:
+            return dtype, wb0
+    raise ValueError(f"at most 16 levels, got {nlevels}")
+
 
 # Page-table meta slots.
 M_NPAGES = 0
 M_PT_USED = 1
-NMETA = 2
+M_WB0 = 2  # the bit of level 0's written-back flag (see flag_dtype)
+NMETA = 3
 # Recent regions cached in front of the page table (a power of two).
 RCACHE = 64
 
@@ -270,15 +285,25 @@ def _sh_set_next(sh, nd, v):
 
 @njit(**INLINE)
 def _sh_lookup(sh, lvl, line):
-    """Return (node, slot): the node holding ``line`` (-1) and its table slot."""
+    """Return (node, slot): the node holding ``line`` (-1) and its table slot.
+
+    A table slot holds ``home << 32 | node`` (``-1`` if empty), ``home`` being
+    the slot the line hashes to: the probe skips every entry of another home
+    without reading its node (a random access to memory on large shadows).
+    """
     bits = sh.tbits[lvl]
     toff = sh.toff[lvl]
     mask = (1 << bits) - 1
-    h = _hash(line, bits)
+    home = _hash(line, bits)
+    h = home
     while True:
-        nd = np.int64(sh.tab[toff + h])
-        if nd < 0 or sh.node[2 * nd] == line:
-            return nd, h
+        e = sh.tab[toff + h]
+        if e < 0:
+            return np.int64(-1), h
+        if (e >> 32) == home:
+            nd = e & _LO32
+            if sh.node[2 * nd] == line:
+                return nd, h
         h = (h + 1) & mask
 
 
@@ -317,17 +342,17 @@ def _sh_tab_delete(sh, lvl, slot):
     j = slot
     while True:
         j = (j + 1) & mask
-        nd = np.int64(sh.tab[toff + j])
-        if nd < 0:
+        e = sh.tab[toff + j]
+        if e < 0:
             break
-        k = _hash(sh.node[2 * nd], bits)
+        k = e >> 32
         # Move entry j into the hole at i unless its home k lies cyclically in (i, j].
         if i <= j:
             stays = i < k <= j
         else:
             stays = k > i or k <= j
         if not stays:
-            sh.tab[toff + i] = nd
+            sh.tab[toff + i] = e
             i = j
     sh.tab[toff + i] = -1
 
@@ -360,7 +385,7 @@ def _sh_touch(sh, lvl, line, allocate):
         # The deletion may have moved entries: find the new line's slot again.
         _, slot = _sh_lookup(sh, lvl, line)
     sh.node[2 * nd] = line
-    sh.tab[sh.toff[lvl] + slot] = nd
+    sh.tab[sh.toff[lvl] + slot] = (_hash(line, sh.tbits[lvl]) << 32) | nd
     _sh_push_front(sh, lvl, nd)
     return False
 
@@ -435,7 +460,7 @@ def _count_writeback(ctr, fl, lvl, line, classify):
     ctr[lvl, C_WB_OUT] += 1
     if classify:
         fi = _flag_index(fl, line)
-        bit = np.uint32(1 << (WB_BIT0 + lvl))
+        bit = np.int64(1) << (fl.meta[M_WB0] + lvl)
         if (fl.pages[fi] & bit) == 0:
             fl.pages[fi] |= bit
             ctr[lvl, C_WB_FIRST] += 1
@@ -565,7 +590,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 cls = 0
                 if CLASSIFY:
                     fi = _flag_index(fl, line)
-                    bit = np.uint32(1 << (SEEN_BIT0 + lvl))
+                    bit = np.int64(1) << (SEEN_BIT0 + lvl)
                     if (fl.pages[fi] & bit) == 0:
                         fl.pages[fi] |= bit
                     elif sh_hit:
@@ -604,7 +629,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 ctr[lvl, C_WB_IN] += 1
                 if CLASSIFY:
                     fi = _flag_index(fl, line)
-                    fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
+                    fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                     _sh_touch(sh, lvl, line, True)
                 victim = _touch(tags, base, ways, line, 1)
                 if victim >= 0 and (victim & 1):
@@ -621,7 +646,7 @@ def _make_level_pass(CLASSIFY, TOP):
                     ctr[lvl, C_WB_IN] += 1
                     if CLASSIFY:
                         fi = _flag_index(fl, line)
-                        fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
+                        fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                 p = _find(tags, base, ways, line)
                 if p >= 0:
                     ctr[lvl, C_INVAL] += 1

@@ -162,7 +162,7 @@ class Simulator:
     classify : bool
         Classify every miss as compulsory, capacity or conflict and split the
         traffic below each level (costs a fully-associative shadow per level
-        and 4 bytes per distinct line touched).
+        and 1 byte per distinct line touched, up to 4 levels).
     threads : {1, 2}
         With 2 (and ``classify=False``), L1 simulates a chunk while a second
         thread runs the levels below on the previous one. The result is
@@ -223,22 +223,25 @@ class Simulator:
         self._out_dummy = K.Events(*_event_arrays(1))
         self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
         if self.classify:
-            self._fl = self._new_flags(pages=64, pt_cap=256)
+            self._fl = self._new_flags(pages=64, pt_cap=256, nlevels=nlev)
             # Set sampling feeds 1/_shadow_div of the lines: the shadows shrink alike.
             self._sh = self._new_shadow([max(1, lv.lines // _shadow_div) for lv in levels])
         else:
-            self._fl = self._new_flags(pages=1, pt_cap=2)
+            self._fl = self._new_flags(pages=1, pt_cap=2, nlevels=1)
             self._sh = self._new_shadow([1] * nlev)
 
     # ------------------------------------------------------------ state
     @staticmethod
-    def _new_flags(pages: int, pt_cap: int) -> K.Flags:
+    def _new_flags(pages: int, pt_cap: int, nlevels: int) -> K.Flags:
         rcache = np.full(2 * K.RCACHE, -1, dtype=np.int64)
+        dtype, wb0 = K.flag_dtype(nlevels)
+        meta = np.zeros(K.NMETA, dtype=np.int64)
+        meta[K.M_WB0] = wb0
         return K.Flags(
             pt_keys=np.full(pt_cap, -1, dtype=np.int64),
             pt_vals=np.zeros(pt_cap, dtype=np.int64),
-            pages=np.zeros(pages * K.PAGE, dtype=np.uint32),
-            meta=np.zeros(K.NMETA, dtype=np.int64),
+            pages=np.zeros(pages * K.PAGE, dtype=dtype),
+            meta=meta,
             rcache=rcache,
         )
 
@@ -253,12 +256,12 @@ class Simulator:
         meta = np.zeros((len(caps), K.NSMETA), dtype=np.int64)
         meta[:, K.S_HEAD] = -1
         meta[:, K.S_TAIL] = -1
-        if total >= 2**31:
-            raise HroofError("classification supports levels of fewer than 2**31 lines")
+        if total >= 2**31 or max(caps) >= 2**30:
+            raise HroofError("classification supports levels of fewer than 2**30 lines")
         return K.Shadow(
             node=np.full(2 * total, -1, dtype=np.int64),
             free=np.zeros(total, dtype=np.int64),
-            tab=np.full(int(sum(tsize)), -1, dtype=np.int32),
+            tab=np.full(int(sum(tsize)), -1, dtype=np.int64),
             noff=noff,
             ncap=ncap,
             toff=toff,
@@ -274,9 +277,9 @@ class Simulator:
         npages = int(meta[K.M_NPAGES])
         cap = pages.shape[0] // K.PAGE
         if npages + need > cap:
-            while npages + need > cap:
-                cap *= 2
-            new_pages = np.zeros(cap * K.PAGE, dtype=np.uint32)
+            # Grow by half: the flags are most of the state on large traces.
+            cap = max(npages + need, cap + cap // 2)
+            new_pages = np.zeros(cap * K.PAGE, dtype=pages.dtype)
             new_pages[: pages.shape[0]] = pages
             pages = new_pages
         used = int(meta[K.M_PT_USED])
@@ -337,7 +340,7 @@ class Simulator:
                 assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
                 toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
                 table = sh.tab[toff : toff + tsize]
-                assert sorted(table[table >= 0].tolist()) == sorted(listed)
+                assert sorted((table[table >= 0] & 0xFFFFFFFF).tolist()) == sorted(listed)
                 keys = sh.node[2 * np.array(listed, dtype=np.int64)]
                 assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
 
