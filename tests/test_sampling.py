@@ -164,3 +164,31 @@ def test_sampling_round_trips_through_json():
     assert SimResult.from_dict(d).sampling == d["sampling"]
     whole = simulate(h, [(addr, np.full(addr.size, 8), np.zeros(addr.size, np.uint8))])
     assert "sampling" not in whole.to_dict()
+
+
+def test_cli_simulate_and_sweep_sample_sets(capsys, tmp_path):
+    import json
+
+    from helpers import assert_cli_bad, run_cli
+
+    args = ["simulate", "triad", "n=20000", "--machine", "skylake-sp", "--no-classify", "-q"]
+    code, out, _ = run_cli(capsys, *args, "--sample-sets", "1/16", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["sampling"]["k"] == 16 and doc["sampling"]["groups"] == 4
+    code, whole, _ = run_cli(capsys, *args, "--json")
+    whole = json.loads(whole)
+    for est, lv, se in zip(doc["levels"], whole["levels"], doc["sampling"]["stderr"]["levels"],
+                           strict=True):  # fmt: skip
+        assert abs(est["misses"] - lv["misses"]) <= 3 * se["misses"] + 64
+    code, out, _ = run_cli(capsys, *args, "--sample-sets", "1/16")
+    assert code == 0 and "Set sampling 1/16" in out
+    assert_cli_bad(capsys, [*args, "--sample-sets", "1/3"], "1/3", "divide", "64")
+    assert_cli_bad(capsys, [*args, "--sample-sets", "3"], "--sample-sets", "1/K")
+    code, out, _ = run_cli(
+        capsys, "sweep", "triad", "n=20000,40000", "--machine", "skylake-sp", "--no-classify",
+        "--sample-sets", "1/4", "--workers", "1", "-q", "--json",
+    )  # fmt: skip
+    assert code == 0
+    points = json.loads(out)["points"]
+    assert [p["result"]["sampling"]["k"] for p in points] == [4, 4]

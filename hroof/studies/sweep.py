@@ -166,16 +166,20 @@ def run_sweep(
     workers: int | None = None,
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
+    sample_sets: int = 1,
 ) -> list[SweepPoint]:
     """Simulate ``kernel`` at every point (a dict of parameter values, text or typed).
 
     Points run in ``workers`` processes (default: one per core, at most the
     number of points) and come back in the order given. ``progress`` is
-    called with 1 after each point.
+    called with 1 after each point. ``sample_sets=K`` simulates each point on
+    1/K of the sets (:mod:`hroof.cachesim.sampling`).
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
     options = {"classify": classify, "flush": flush}
+    if sample_sets != 1:  # (unsampled runs keep their cache keys)
+        options["sample_sets"] = sample_sets
     store = cache_dir() if use_cache else None
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)
