@@ -96,25 +96,28 @@ def _as_chunk(addr, size, kind, line_bits: int):
     return addr, size, kind, straddles > 0, core
 
 
-_WARM = False
+_WARM: set[bool] = set()
 
 
-def warm_up() -> None:
+def warm_up(classify: bool | None = None) -> None:
     """Compile the kernels, or load them from Numba's on-disk cache, once per process.
 
     :class:`Simulator` calls this before its first timing, so that
     ``timing.simulate_s`` measures simulation, not compilation (10-20 s on
-    the first run on a machine, about 0.3 s to load from the cache after).
+    the first run on a machine, about 0.1-0.3 s to load from the cache after).
+    Only the kernels of one mode (``classify`` on or off) are loaded, unless
+    ``classify`` is None (both).
     """
-    global _WARM
-    if _WARM:
-        return
-    _WARM = True
+    modes = (True, False) if classify is None else (bool(classify),)
     tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64), LevelConfig("L2", 128, 1, 64)))
-    for classify in (True, False):
-        sim = Simulator(tiny, classify=classify)
+    for mode in modes:
+        if mode in _WARM:
+            continue
+        _WARM.add(mode)
+        sim = Simulator(tiny, classify=mode)
         sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
-        sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
+        if mode:
+            sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
         sim.finish()
 
 
@@ -192,7 +195,7 @@ class Simulator:
                 "threads=2 needs classify=False (the classification tables are shared by all "
                 "levels, so the two threads cannot both write them)"
             )
-        warm_up()
+        warm_up(classify)
         self.hierarchy = hierarchy
         self.classify = bool(classify)
         self.threads = threads
