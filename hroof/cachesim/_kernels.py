@@ -713,20 +713,23 @@ def sample_filter(addr, size, kind, line_bits, m, k, residue, per_class, out_add
     """Keep the accesses whose line is ``residue`` modulo ``k``, in order (set sampling).
 
     Counts every access's line class modulo ``m`` (a multiple of ``k``) into
-    ``per_class``, copies the kept accesses to the ``out_*`` arrays with their
-    group ``(line mod m) // k``, and returns how many were kept. Each access
-    must lie within one line.
+    ``per_class`` (``4 * m`` counters, summed by the caller: four interleaved
+    copies, so that runs of accesses to one line do not wait on one counter),
+    copies the kept accesses to the ``out_*`` arrays with their group
+    ``(line mod m) // k``, and returns how many were kept. Each access must lie
+    within one line.
     """
     m_pow2 = (m & (m - 1)) == 0
     k_pow2 = (k & (k - 1)) == 0
     j = 0
     for i in range(addr.shape[0]):
-        line = addr[i] >> line_bits
+        a = addr[i]
+        line = a >> line_bits
         key = line & (m - 1) if m_pow2 else line % m
-        per_class[key] += 1
+        per_class[(i & 3) * m + key] += 1
         r = key & (k - 1) if k_pow2 else key % k
         if r == residue:
-            out_addr[j] = addr[i]
+            out_addr[j] = a
             out_size[j] = size[i]
             out_kind[j] = kind[i]
             out_group[j] = key // k

@@ -143,6 +143,7 @@ class SampledSimulator:
         self._core = np.zeros(K.NCORE, dtype=np.int64)
         self._per_class = np.zeros(self._m, dtype=np.int64)  # line lookups per fine class
         self._filter_s = 0.0
+        self._buf = None  # the kept accesses of a chunk (reused)
 
     def feed(self, addr, size, kind) -> None:
         """Simulate the sampled lines of one chunk (arguments as :meth:`Simulator.feed`)."""
@@ -153,12 +154,15 @@ class SampledSimulator:
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
         n = addr.shape[0]
-        out = (np.empty(n, np.int64), np.empty(n, size.dtype), np.empty(n, np.uint8),
-               np.empty(n, np.int64))  # fmt: skip
+        if self._buf is None or self._buf[0].shape[0] < n:
+            self._buf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.uint8),
+                         np.empty(n, np.uint8))  # fmt: skip
+        counts = np.zeros(4 * self._m, dtype=np.int64)
         kept = K.sample_filter(
-            addr, size, kind, lb, self._m, self.k, self.residue, self._per_class, *out
+            addr, size, kind, lb, self._m, self.k, self.residue, counts, *self._buf
         )
-        a, s, k, grp = (x[:kept] for x in out)
+        self._per_class += counts.reshape(4, self._m).sum(axis=0)
+        a, s, k, grp = (x[:kept] for x in self._buf)
         self._filter_s += time.perf_counter() - t0
         for i, sim in enumerate(self._sims):
             if self.groups > 1:
