@@ -17,7 +17,7 @@ uint32 sizes); pycachesim's ``loadstore`` on ready lists; the C reference
 ``bench/lru_ref.c`` (compiled here with the system compiler, ``-O3
 -march=native``; its own clock, simulation only). Then once per stream:
 ``hroof simulate --trace FILE.npz`` through the command line (its JSON
-``timing``, and the wall time of the process), and pycachesim end to end with
+``timing`` and the wall time of the process, best of the rounds), and pycachesim end to end with
 the NumPy-to-list conversion done with the garbage collector disabled (the
 fair peer).
 
@@ -213,7 +213,12 @@ def bench_stream(name, h, exe, tmp, args) -> bool:
             best["pycachesim loadstore"] + conv
         )
         del pairs
-    wall, js = run_cli(npz)
+    wall = js = None
+    for _ in range(args.repeat):  # best of the rounds, as for the API
+        w, j = run_cli(npz)
+        if js is None or j["timing"]["simulate_s"] < js["timing"]["simulate_s"]:
+            js = j
+        wall = w if wall is None else min(wall, w)
     if [
         (lv["lookups"], lv["misses"], lv["writebacks_in"], lv["writebacks"]) for lv in js["levels"]
     ] != c_levels:
