@@ -735,3 +735,19 @@ def sample_filter(addr, size, kind, line_bits, m, k, residue, per_class, out_add
             out_group[j] = key // k
             j += 1
     return j
+
+
+@njit(**JIT)
+def group_scatter(addr, size, kind, group, starts, out_addr, out_size, out_kind):
+    """Reorder kept accesses group by group, keeping their order within a group.
+
+    ``starts[g]`` is where group ``g`` begins in the ``out_*`` arrays (the
+    running sum of the group sizes); it is advanced as the group is filled.
+    """
+    for i in range(addr.shape[0]):
+        g = group[i]
+        j = starts[g]
+        out_addr[j] = addr[i]
+        out_size[j] = size[i]
+        out_kind[j] = kind[i]
+        starts[g] = j + 1

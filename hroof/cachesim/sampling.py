@@ -161,15 +161,23 @@ class SampledSimulator:
         kept = K.sample_filter(
             addr, size, kind, lb, self._m, self.k, self.residue, counts, *self._buf
         )
-        self._per_class += counts.reshape(4, self._m).sum(axis=0)
+        counts = counts.reshape(4, self._m).sum(axis=0)
+        self._per_class += counts
         a, s, k, grp = (x[:kept] for x in self._buf)
+        if self.groups > 1 and kept:
+            sizes = counts[self.residue :: self.k]  # kept accesses per group
+            ends = np.cumsum(sizes)
+            starts = ends - sizes
+            out = (np.empty(kept, np.int64), np.empty(kept, np.int64), np.empty(kept, np.uint8))
+            K.group_scatter(a, s, k, grp, starts.copy(), *out)
+            self._filter_s += time.perf_counter() - t0
+            for sim, lo, hi in zip(self._sims, starts.tolist(), ends.tolist(), strict=True):
+                if hi > lo:
+                    sim._feed_valid(out[0][lo:hi], out[1][lo:hi], out[2][lo:hi])
+            return
         self._filter_s += time.perf_counter() - t0
-        for i, sim in enumerate(self._sims):
-            if self.groups > 1:
-                idx = np.flatnonzero(grp == i)
-                sim._feed_valid(a[idx], s[idx], k[idx])
-            elif kept:
-                sim._feed_valid(a, s, k)
+        if kept:
+            self._sims[0]._feed_valid(a, s, k)
 
     def finish(
         self,
