@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint format bench demo clean
+.PHONY: venv test check coverage lint format bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP)
 
+# The full suite: what CI runs.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The fast lane for the edit-test loop (under 30 s): no test marked slow, and each
+# hypothesis property on a tenth of its examples.
+check: $(STAMP)
+	HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
+
+# Line coverage of hroof/: the full suite compiled, then the fast lane again with
+# NUMBA_DISABLE_JIT=1 so the lines of the Numba kernels count too.
+coverage: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --cov=hroof --cov-report=
+	NUMBA_DISABLE_JIT=1 HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" \
+		-p no:cacheprovider --cov=hroof --cov-append --cov-report=term:skip-covered \
+		--cov-report=html:coverage-html
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -34,10 +48,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_billion.py
 	$(BIN)/python bench/kernels_end_to_end.py
 	$(BIN)/python bench/new_kernels_vs_naive.py
+	$(BIN)/python bench/mrc.py
 	$(BIN)/python -m pytest bench -q --benchmark-enable --benchmark-only
 
 demo: $(STAMP)
 	$(BIN)/hroof demo
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache hroof-demo
+	rm -rf $(VENV) build *.egg-info .pytest_cache hroof-demo coverage-html .coverage

@@ -1,7 +1,7 @@
 """Reference access streams for the benchmarks.
 
 The issue's reference workload is the 3D 7-point Jacobi stencil of
-``references/roofline-lecture.zh.txt`` (the ``stencil7`` kernel of
+the LBNL roofline lecture (the ``stencil7`` kernel of
 :mod:`hroof.traces.stencils`): per interior point, loads of old[c], old[c-1],
 old[c+1], old[c-jS], old[c+jS], old[c-kS], old[c+kS], then a store of new[c];
 doubles, two arrays with a one-point halo.

@@ -17,6 +17,15 @@ os.environ.setdefault(
 
 from hroof.cachesim import Simulator, hierarchy
 
+#: ``make check`` (HROOF_TEST_LANE=check) runs each property on a tenth of its examples:
+#: the same properties, a quicker edit-test loop; ``make test`` runs them in full.
+FAST_LANE = os.environ.get("HROOF_TEST_LANE") == "check"
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property: ``n``, or a tenth of it in the fast lane."""
+    return max(10, n // 10) if FAST_LANE else n
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):

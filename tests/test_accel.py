@@ -41,6 +41,7 @@ def gtx():
 
 
 # ---------------------------------------------------------------------------- presets
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GPUS)
 def test_gpu_presets_load_with_sourced_figures(name):
     assert name in bundled_machines()
@@ -137,19 +138,33 @@ def test_gemm_classes(v100):
 
 
 def test_default_tile_fills_the_device(v100):
-    """With no tile given, the largest-AI tile that still gives 4 x SMs blocks: the
-    article's 8192 x 128 x 8192 is then memory-bound (as the article says), 8192^3
-    compute-bound with the biggest tile, and a shape too small for any tile latency-bound."""
+    """With no tile given, the largest-AI tensor-core tile (64x64 at the smallest) that
+    still gives 4 x SMs blocks, else 64x64 with split-K: the article's 8192 x 128 x 8192
+    is then memory-bound (as the article says), 8192^3 compute-bound with the biggest
+    tile, and a shape too small for any tile and too short to split latency-bound."""
     a = gemm.analyse_gemm(8192, 128, 8192, v100)
-    assert a.tile == (64, 32) and a.blocks == 512 >= a.min_blocks and a.klass == "memory"
-    for bigger in gemm.TILES[: gemm.TILES.index(a.tile)]:
-        assert gemm.thread_blocks(8192, 128, bigger) < 320  # every larger tile under-fills
-    assert gemm.tile_ai(*a.tile, 2) <= min(gemm.tile_ai(*t, 2) for t in gemm.TILES[:6])
+    assert a.tile == (64, 64) and a.split_k == 2 and a.blocks == 512 >= a.min_blocks
+    assert a.klass == "memory" and a.article == "memory"
+    for tile in gemm.TILES:
+        assert gemm.thread_blocks(8192, 128, tile) < 320  # no unsplit tile fills the SMs
+    # serial split-K: one more read and write of C per extra slice
+    assert a.level("HBM2").bytes == gemm.gemm_bytes(8192, 128, 8192, 2) + 2 * 8192 * 128 * 2
+    assert min(gemm.tile_ai(*t, 2) for t in gemm.TILES) == gemm.tile_ai(64, 64, 2) == 32
     c = gemm.analyse_gemm(8192, 8192, 8192, v100)
-    assert c.tile == (256, 128) and c.klass == "compute"
+    assert c.tile == (256, 128) and c.split_k == 1 and c.klass == "compute"
     tiny = gemm.analyse_gemm(128, 128, 8192, v100)
-    assert tiny.tile == (16, 16) and tiny.blocks == 64 and tiny.klass == "latency"
-    assert gemm.choose_tile(8192, 128, v100) == (64, 32)
+    assert tiny.tile == (64, 64) and tiny.split_k == 32 and tiny.blocks == 128  # K / 256
+    assert tiny.klass == "latency" and tiny.article is None
+    assert gemm.choose_tile(8192, 128, v100) == (64, 64)
+    assert gemm.choose_config(8192, 128, 8192, v100) == ((64, 64), 2)
+    # square shapes do not split: the partial sums would outweigh A and B
+    assert gemm.choose_config(1024, 1024, 1024, v100) == ((64, 64), 1)
+    assert gemm.choose_config(4096, 16, 4096, v100) == ((64, 64), 5)  # 64 tiles x 5 = 320
+    # a tile given without --split-k is not split; both given are used as given
+    assert gemm.analyse_gemm(8192, 128, 8192, v100, (64, 64)).split_k == 1
+    assert gemm.analyse_gemm(8192, 128, 8192, v100, (64, 64), 4).blocks == 1024
+    with pytest.raises(HroofError, match="cannot split K = 8 into 16"):
+        gemm.analyse_gemm(64, 64, 8, v100, (64, 64), 16)
 
 
 def test_tile_ai_and_tiled_traffic():
@@ -395,14 +410,14 @@ def test_plots_under_agg(v100, gtx):
     from hroof.plots.accel import gemm_figure, network_figure
 
     assert matplotlib.get_backend().lower() == "agg"
-    fam = gemm.gemm_family(4096, 1, 4096, "n", [16, 128, 4096], v100)
+    fam = gemm.gemm_family(1024, 1, 1024, "n", [16, 128, 1024, 8192], v100)
     ax = gemm_figure(fam, v100).axes[0]
     texts = [t.get_text() for t in ax.texts]
     assert any("HBM2 900 GB/s" in t and "138.9" in t for t in texts)
     assert any("L2 3100 GB/s" in t for t in texts)
-    assert any("peak 125000 GFLOP/s (fp16)" in t for t in texts)
+    assert any("peak 125,000 GFLOP/s (fp16)" in t for t in texts)
     # a family is labelled by the varied dimension, the fixed ones are in the title
-    assert "n=16" in texts and "n=4096" in texts and "4096xNx4096" in ax.get_title()
+    assert "n=16" in texts and "n=8192" in texts and "1024xNx1024" in ax.get_title()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "compute-bound" in labels and any("latency" in t for t in labels)
     assert "FLOP/byte" in ax.get_xlabel() and "GFLOP/s" in ax.get_ylabel()
@@ -443,7 +458,7 @@ def test_plots_under_agg(v100, gtx):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"conv", "dwconv", "pwconv", "fc"} <= set(legend)
     assert any("memory-bound" in t for t in legend)
-    assert len(ax.collections) == sum(lb.bound != "skipped" for lb in na.layers)
+    assert len(ax.collections) == sum(lb.bound != "fused" for lb in na.layers) == 28
     from hroof.plots.accel import timeline_figure
 
     r = mwp.mwp_cwp(200, 100, 100, 200, 1, 8)
@@ -456,11 +471,13 @@ def test_plots_under_agg(v100, gtx):
 
 
 # ---------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_gemm(capsys, tmp_path):
     code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--machine", "v100", "--dtype", "fp16")
     assert code == 0, err
     assert "124.1" in out and "138.9" in out and "40.3" in out
-    assert "class          memory-bound" in out and "tile 64x32" in out
+    assert "class          memory-bound" in out and "tile 64x64, split-K 2 slices" in out
+    assert "without them 124.1" in out and "as the article's rule says" in out
     code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--machine", "v100", "--tile", "128x128")
     assert code == 0, err
     assert "latency-bound" in out and "64 thread blocks" in out

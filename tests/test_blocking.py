@@ -11,11 +11,11 @@ from helpers import run_cli as run
 
 from hroof._base.errors import HroofError
 from hroof.machine.model import load_machine
+from hroof.plots.spmv_blocking import plot_blocking
 from hroof.studies.spmv_blocking import (
     blocking_doc,
     blocking_grid,
     parse_blocks,
-    plot_blocking,
     run_blocking,
 )
 
@@ -95,6 +95,7 @@ def test_doc_and_plot(teaching):
     assert [t.get_text() for t in fill.texts] == ["1.00", "1.00", f"{pts[2].fill_ratio:.2f}"]
 
 
+@pytest.mark.slow
 def test_cli_table_out_and_json(capsys, tmp_path, teaching):
     out = tmp_path / "blk"
     argv = ["poisson2d", "n=24", "dof=2", "--blocks", "2x2,4x4", "--machine", "teaching"]

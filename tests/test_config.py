@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,7 +130,7 @@ def test_format_size(nbytes, text):
     assert format_size(nbytes) == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1, 2**50))
 def test_format_size_round_trips_through_parse_size(nbytes):
     assert parse_size(format_size(nbytes)) == nbytes

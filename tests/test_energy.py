@@ -525,6 +525,7 @@ def test_plots_refuse_a_machine_without_energy():
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_cli_one_run(capsys, toy_path, tmp_path):
     png = tmp_path / "e.png"
     code, out, err = run(capsys, "energy", "stencil7", "n=8", "--machine", toy_path,
@@ -553,6 +554,7 @@ def test_cli_one_run(capsys, toy_path, tmp_path):
     assert e["energy_j"] == pytest.approx(sum(p["joules"] for p in e["parts"]))
 
 
+@pytest.mark.slow
 def test_cli_sweep(capsys, toy_path, tmp_path, monkeypatch):
     monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
     out_dir = tmp_path / "out"
@@ -566,6 +568,7 @@ def test_cli_sweep(capsys, toy_path, tmp_path, monkeypatch):
     assert "GFLOP/J" in out and "pJ/FLOP" in out and "not charged: L2" in out
 
 
+@pytest.mark.slow
 def test_cli_sweep_of_a_kernel_without_flops(capsys, toy_path, tmp_path, monkeypatch):
     """copy does no flops: its energy and power are still estimated and plotted; only the
     breakdown (pJ per flop) is left out, and the output says why."""

@@ -75,6 +75,7 @@ def test_one_level_load_store_same_misses(capsys, tmp_path, kernel, params, quir
     assert (mine == theirs) is not quirk_acts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kernel", "params"), [("stencil7", ["n=12"]), ("gemm", ["m=10"])])
 def test_multi_level_load_only_same_misses(capsys, tmp_path, kernel, params):
     _, addr, size, kind = written_trace(capsys, tmp_path, kernel, params)

@@ -112,7 +112,7 @@ def test_ai_vs_size_marks_walls(sweep):
 
 
 def test_ai_vs_size_marks_predicted_walls(machine, sweep):
-    from hroof.plots.report import predicted_walls
+    from hroof.studies.sweep import predicted_walls
 
     predicted = predicted_walls(sweep, machine, "n")
     assert predicted == {"L1": 9, "L2": 30}  # 3D layer conditions of 4 KiB and 32 KiB

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,7 +120,7 @@ def without(d, *keys):
 # ----------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cases())
 def test_compulsory_misses_at_l1_are_distinct_lines(case):
     h, addr, size, kind = case
@@ -130,7 +131,7 @@ def test_compulsory_misses_at_l1_are_distinct_lines(case):
     assert l1.lookups == len(touched)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cases(), st.booleans())
 def test_counters_add_up(case, flush):
     h, addr, size, kind = case
@@ -147,7 +148,7 @@ def test_counters_add_up(case, flush):
     assert r.levels[0].writebacks_in == 0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cases(), st.booleans())
 def test_traffic_partition_and_bytes_per_level(case, flush):
     h, addr, size, kind = case
@@ -170,7 +171,7 @@ def test_traffic_partition_and_bytes_per_level(case, flush):
     assert r.memory.bytes_read == last.fills * line
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.data())
 def test_chunking_never_changes_a_result(data):
     h, addr, size, kind = data.draw(cases())
@@ -182,7 +183,7 @@ def test_chunking_never_changes_a_result(data):
     assert without(cut, "timing") == without(whole, "timing")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.data())
 def test_fully_associative_lru_is_a_stack_algorithm(data):
     """LRU inclusion (Mattson et al., 1970): on the same load-only trace a bigger
@@ -201,7 +202,7 @@ def test_fully_associative_lru_is_a_stack_algorithm(data):
     assert previous == footprint  # the biggest one holds every line touched
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(cases(sets=1), st.booleans())
 def test_one_set_levels_have_no_conflict_misses(case, flush):
     """A level with one set *is* its fully-associative shadow: every miss is compulsory or
@@ -213,7 +214,7 @@ def test_one_set_levels_have_no_conflict_misses(case, flush):
         assert lv.traffic_below["conflict"] == 0, lv.name
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(cases(), st.booleans())
 def test_classify_off_changes_only_the_class_fields(case, flush):
     h, addr, size, kind = case
@@ -228,7 +229,7 @@ def test_classify_off_changes_only_the_class_fields(case, flush):
     assert without(off, "levels", "timing", "options") == without(on, "levels", "timing", "options")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(cases(kinds=(LOAD, NT)), st.booleans())
 def test_no_stores_no_writebacks(case, flush):
     h, addr, size, kind = case
@@ -239,7 +240,7 @@ def test_no_stores_no_writebacks(case, flush):
     assert r.memory.bytes_written == r.core.bytes_nt
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cases())
 def test_flushed_stores_reach_memory(case):
     """With a flush, memory is written iff the core stored anything (any write policy)."""
@@ -250,7 +251,7 @@ def test_flushed_stores_reach_memory(case):
     assert r.memory.bytes_written >= r.core.bytes_nt
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cases(write_allocate=True))
 def test_every_stored_line_is_written_back_to_memory(case):
     """Write-allocate everywhere, with a flush: each line a store touched leaves the last
@@ -267,7 +268,7 @@ def test_every_stored_line_is_written_back_to_memory(case):
     assert all(lv.forwarded_stores == 0 for lv in r.levels)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(cases(), st.booleans(), st.one_of(st.none(), st.integers(0, 10**12)))
 def test_result_json_round_trip_and_schema(case, classify, flops):
     h, addr, size, kind = case

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from helpers import assert_cli_bad as assert_bad
 from helpers import run_cli as run
 
-from hroof.plots.report import load_sweep
+from hroof.studies.sweep import load_sweep
 from hroof.traces import Kernel, Param, plan_kernel, register_kernel
 from hroof.traces.kernels import unregister_kernel
 
@@ -118,6 +119,7 @@ def test_run_kernel_without_native_twin(capsys):
         unregister_kernel("traced_only")
 
 
+@pytest.mark.slow
 def test_sweep_measure(capsys, tmp_path):
     out_dir = tmp_path / "sw"
     argv = ["sweep", "stencil7", "n=8,16", "--workers", "1", "--machine", "skylake-sp",
@@ -216,8 +218,7 @@ def test_plot_measured(synthetic):
 
 
 def test_measured_field_round_trips(synthetic, tmp_path):
-    from hroof.plots.report import load_sweep
-    from hroof.studies.sweep import sweep_doc
+    from hroof.studies.sweep import load_sweep, sweep_doc
 
     machine, pts = synthetic
     (tmp_path / "results.json").write_text(json.dumps(sweep_doc(pts, machine.name, [])))
@@ -225,6 +226,7 @@ def test_measured_field_round_trips(synthetic, tmp_path):
     assert [p.measured for p in back] == [p.measured for p in pts]
 
 
+@pytest.mark.slow
 def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypatch):
     """Ctrl-C (or a full disk) while the report's figures are written: the files already
     renamed stay whole, and no temporary file is left behind."""
@@ -249,8 +251,10 @@ def test_report_interrupted_leaves_no_partial_file(synthetic, tmp_path, monkeypa
     out = tmp_path / "report"
     with pytest.raises(KeyboardInterrupt):
         write_report(pts, machine, out, title="t")
-    assert sorted(p.name for p in out.iterdir()) == [Path(calls[0]).name[1:].replace(
-        ".partial", "")]  # fmt: skip
+    first = Path(calls[0]).name  # .NAME.PID.partial.EXT
+    assert first.startswith(".") and f".{os.getpid()}.partial." in first
+    assert sorted(p.name for p in out.iterdir()) == [first[1:].replace(
+        f".{os.getpid()}.partial", "")]  # fmt: skip
 
     def full_disk(tmp):
         tmp.write_text("half")

@@ -171,6 +171,7 @@ def test_two_threads_need_classification_off():
         Simulator(h, classify=False, threads=4)
 
 
+@pytest.mark.slow
 def test_real_l3_geometry_non_power_of_two_sets():
     """A 20-way L3 of 212,992 sets (260 MiB, as on this project's machine): lines whose
     addresses differ by a multiple of the set count share a set, nothing else does."""

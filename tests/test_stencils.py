@@ -173,6 +173,7 @@ def test_l1_ai_is_7_over_64(dtype):
     assert r.flops == 7 * 24**3
 
 
+@pytest.mark.slow
 def test_memory_traffic_approaches_24_bytes_a_point():
     """An L2 that holds three planes of old and one of new filters all but one read
     of old and the write (plus write-allocate) of new: 24 bytes a point, plus the

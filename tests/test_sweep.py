@@ -9,8 +9,10 @@ import pytest
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult, hierarchy
+from hroof.studies import cache as result_cache
+from hroof.studies.cache import cache_key
 from hroof.studies.runs import simulate_kernel
-from hroof.studies.sweep import cache_key, expand_grid, find_walls, parse_values, run_sweep
+from hroof.studies.sweep import expand_grid, find_walls, parse_values, run_sweep
 from hroof.traces import plan_kernel
 
 SMALL = hierarchy(
@@ -44,13 +46,15 @@ def test_parse_values(text, values):
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("a..b", "integer ends"),
+        ("a..b", "range start must be a whole number"),
+        ("1.5..4", "whole number"),
         ("9..3", "backwards"),
         ("4..64:x1", "F > 1"),
         ("4..64:+0", "step as"),
         ("4..64:-2", "step as"),
         ("", "no values"),
-        ("1..100000", "more than"),
+        ("1..100000", "100,000 values; at most"),
+        ("1..1e15", "1,000,000,000,000,000 values"),  # counted, never built
     ],
 )
 def test_parse_values_errors(text, words):
@@ -122,3 +126,43 @@ def test_walls_where_levels_stop_holding_the_planes():
     for w in walls:
         assert w.bytes_per_flop_after >= 1.25 * w.bytes_per_flop_before
         assert w.footprint_after > w.capacity
+
+
+def test_cache_never_returns_another_machines_result(private_cache):
+    """Machines A and B with the same geometry: B's sweep simulates (its own key) and its
+    result names B, never A."""
+    a = hierarchy({"name": "L1", "size": "4 KiB", "ways": 4}, name="machine A")
+    b = hierarchy({"name": "L1", "size": "4 KiB", "ways": 4}, name="machine B")
+    (pa,) = run_sweep("triad", [{"n": "1000"}], a, workers=1)
+    (pb,) = run_sweep("triad", [{"n": "1000"}], b, workers=1)
+    assert (pa.result.machine, pb.result.machine, pb.cached) == ("machine A", "machine B", False)
+    (again,) = run_sweep("triad", [{"n": "1000"}], b, workers=1)
+    assert again.cached and again.result.machine == "machine B"
+    assert again.result.to_dict()["levels"] == pa.result.to_dict()["levels"]
+
+
+def test_cache_key_covers_the_simulators_code(private_cache, monkeypatch):
+    """A changed cachesim or traces source gives every point a new key: nothing cached by
+    the old code is returned."""
+    (first,) = run_sweep("triad", [{"n": "1000"}], SMALL, workers=1)
+    key = cache_key("triad", first.params, SMALL, {"classify": True, "flush": True})
+    monkeypatch.setattr(result_cache, "code_fingerprint", lambda: "changed simulator")
+    assert cache_key("triad", first.params, SMALL, {"classify": True, "flush": True}) != key
+    (again,) = run_sweep("triad", [{"n": "1000"}], SMALL, workers=1)
+    assert not again.cached
+
+
+def test_code_fingerprint_reads_cachesim_and_traces():
+    fp = result_cache.code_fingerprint()
+    assert len(fp) == 16 and fp == result_cache.code_fingerprint()
+    assert {"cachesim", "traces"} <= set(result_cache._CODE)
+
+
+def test_cache_entry_naming_another_machine_is_ignored(private_cache):
+    run_sweep("triad", [{"n": "1000"}], SMALL, workers=1)
+    (entry,) = private_cache.glob("*.json")
+    doc = json.loads(entry.read_text())
+    doc["machine"] = "somebody else"
+    entry.write_text(json.dumps(doc))
+    (again,) = run_sweep("triad", [{"n": "1000"}], SMALL, workers=1)
+    assert not again.cached and again.result.machine == SMALL.name

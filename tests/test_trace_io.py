@@ -390,6 +390,7 @@ def test_lackey_errors(tmp_path, line, reason):
     assert msg.endswith(repr(line))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_real_lackey_trace(tmp_path):
     out = tmp_path / "true.lackey"

@@ -1,8 +1,9 @@
 """Writing output files whole or not at all.
 
 Every file hroof writes (results, reports, figures, machine files, traces) goes to a
-hidden temporary file beside its target, ``.NAME.partial.EXT``, and is renamed over the
-target only once complete; on any error or Ctrl-C the temporary file is removed, so no
+hidden temporary file beside its target, ``.NAME.PID.partial.EXT`` (one per process, so
+two runs writing the same target never share one), and is renamed over the target only
+once complete; on any error or Ctrl-C the temporary file is removed, so no
 half-written file is ever left that looks complete. An ``OSError`` becomes a one-line
 :class:`~hroof._base.errors.HroofError` naming the target.
 """
@@ -20,9 +21,10 @@ FIGURE_FORMATS = ("png", "svg", "pdf")
 
 
 def partial_path(path: Path) -> Path:
-    """The temporary file :func:`replace_with` writes ``path`` through (same directory,
-    hidden, same suffix so writers that go by the suffix still do)."""
-    return path.with_name(f".{path.stem}.partial{path.suffix}")
+    """The temporary file :func:`replace_with` writes ``path`` through in this process
+    (same directory, hidden, the process id in its name, same suffix so writers that go by
+    the suffix still do)."""
+    return path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
 
 
 def replace_with(path: str | Path, write: Callable[[Path], object]) -> Path:

@@ -14,3 +14,11 @@ helpers are also inlined at Numba-IR level (``INLINE``).
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 INLINE = {**JIT, "inline": "always"}
+
+#: Trace generators: compiled once and cached, GIL released; they may allocate (the
+#: sparse builders do), so Numba's runtime stays on.
+GEN = {"cache": True, "nogil": True}
+
+#: Measurement microkernels (``hroof machine measure``): as :data:`GEN` with NumPy's
+#: error model; each kernel adds its own ``fastmath`` flags (FMA contraction or none).
+MICRO = {**GEN, "error_model": "numpy"}

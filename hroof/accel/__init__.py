@@ -2,10 +2,12 @@
 
 - :mod:`hroof.accel.device`: the figures of a GPU machine file at one precision
   (:class:`Device`, :func:`device`);
-- :mod:`hroof.accel.gemm`: AI of a GEMM and of its tiles, thread blocks, and a shape's
-  class (compute-, memory- or latency-bound);
-- :mod:`hroof.accel.network`: per-layer flops and bytes of CNNs (VGG16, MobileNet v1 or
-  a network file) and their roofline on a device;
+- :mod:`hroof.accel.gemm`: AI of a GEMM and of its tiles, thread blocks (tiles and
+  split-K as a tensor-core library picks them), a shape's class (compute-, memory- or
+  latency-bound) and the accelerator article's verdict by shape;
+- :mod:`hroof.accel.network`: per-layer operations and bytes of CNNs (VGG16, MobileNet
+  v1 or a network file; a MAC counted as 2 flops or as one; ReLU, batch norm and pooling
+  fused or not) and their roofline on a device;
 - :mod:`hroof.accel.coalescing`: the 32/64/128-byte transactions of warps (Numba);
 - :mod:`hroof.accel.mwp`: Hong and Kim's MWP/CWP model;
 - :mod:`hroof.plots.accel`: rooflines of GEMM shapes and network layers.
@@ -17,6 +19,8 @@ See docs/accelerators.md.
 from hroof.accel.device import DTYPE_BYTES, Device, device, element_size
 from hroof.accel.gemm import (
     analyse_gemm,
+    article_class,
+    choose_config,
     gemm_ai,
     gemm_bytes,
     gemm_flops,
@@ -24,7 +28,7 @@ from hroof.accel.gemm import (
     tile_ai,
     tiled_bytes,
 )
-from hroof.accel.mwp import mwp_cwp, timeline
+from hroof.accel.mwp import explain_replay, mwp_cwp, timeline
 from hroof.accel.network import analyse_network, layer_costs, load_network, mobilenet_v1, vgg16
 
 __all__ = [
@@ -32,8 +36,11 @@ __all__ = [
     "Device",
     "analyse_gemm",
     "analyse_network",
+    "article_class",
+    "choose_config",
     "device",
     "element_size",
+    "explain_replay",
     "gemm_ai",
     "gemm_bytes",
     "gemm_flops",

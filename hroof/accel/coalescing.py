@@ -1,7 +1,7 @@
 """Memory coalescing: the transactions a warp's accesses need, and the bytes they waste.
 
 Device memory is accessed in aligned 32-, 64- or 128-byte transactions
-(references/accelerator-analysis.zh.txt, after the CUDA C Programming Guide): when a
+(the accelerator analysis article, after the CUDA C Programming Guide): when a
 warp executes a load or store, its 32 threads' addresses are served by one transaction
 per aligned segment they touch. The *efficiency* of a warp instruction is the bytes its
 threads use (the union of the byte ranges they access) over the bytes the transactions
@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from hroof._base.errors import HroofError
+from hroof._base.jit import GEN
 from hroof.accel.device import positive_int
 
 #: The transaction sizes of the article and the CUDA guide (bytes).
@@ -37,7 +38,7 @@ WARP = 32
 _ADDRESS_BITS = 62
 
 
-@numba.njit(cache=True)
+@numba.njit(**GEN)
 def _union_count(lo, hi, n):
     """Size of the union of the half-open integer intervals ``[lo[i], hi[i])``, i < n."""
     order = np.argsort(lo[:n])
@@ -55,7 +56,7 @@ def _union_count(lo, hi, n):
     return total + cur_hi - cur_lo
 
 
-@numba.njit(cache=True)
+@numba.njit(**GEN)
 def _count_warps(addr, size, offsets, segments, transactions):
     """Add every warp's transactions per segment size to ``transactions``; return the
     bytes used (union of each warp's byte ranges) and the warps with an access."""

@@ -2,19 +2,33 @@
 
 Counting rules (stated once, used everywhere; docs/accelerators.md repeats them):
 
-- a multiply-accumulate (MAC) is 2 flops; bias adds, batch normalisation and activations
-  (ReLU) are not counted as flops: they are assumed fused into the layer before them;
-- bytes: every layer moves its weights (bias included when the layer has one), its input
-  activations and its output activations exactly once (no cache reuse between layers, no
-  re-reads inside a layer): ``bytes = elem (weights + inputs + outputs)``;
+- **operations** (``count``): ``"flops"`` (the default) counts a multiply-accumulate (MAC)
+  as 2 flops, a multiply and an add; ``"macs"`` counts it as one operation, as the
+  accelerator article does (its VGG16 "about 25 FLOP/B" on the GTX 1080 Ti is MACs over
+  bytes). Every result carries the convention it used (``count``);
+- **elementwise layers** (``relu``, ``bn``) and **pooling** (``pool``): with ``fused=True``
+  (the default) they are fused into the layer before them: 0 operations, 0 bytes, only
+  the activation shape changes (what an inference library does: bias, batch norm and ReLU
+  in the convolution's epilogue). With ``fused=False`` each is a layer of its own that
+  reads its input and writes its output once: ReLU 1 operation per element, batch norm 2
+  (inference: ``x * scale + shift``, the mean and variance folded in; its ``2 C`` scales
+  and shifts are its weights), max pooling ``k^2 - 1`` comparisons per output element,
+  global (average) pooling ``H W`` operations per output element (``H W - 1`` adds and a
+  scale). The article's memory-bound layers (activation, pooling, batch norm: AI below
+  1 FLOP/B) then show as such;
+- **bytes** (``traffic``): ``"io"`` (the default): every counted layer moves its weights
+  (bias included when it has one), its input activations and its output activations
+  exactly once (no cache reuse between layers, no re-reads inside a layer):
+  ``bytes = elem (weights + inputs + outputs)``; ``"outputs"``: weights and outputs
+  only, the convention of the article's source ("Kernel Mem + Output Mem"), which charges
+  each activation once, when it is written;
 - element size 4 bytes (``fp32``) unless another dtype is given; batch 1 unless told;
-  with a batch of B the activations and flops scale by B, the weights do not;
-- pooling layers are **skipped** in the counts (0 flops, 0 bytes: fused into the layer
-  before them) but change the activation shape for the next layer.
+  with a batch of B the activations and operations scale by B, the weights do not.
 
 Layer types: ``conv`` (kernel, stride, padding, ``out`` channels), ``pwconv`` (1x1 conv),
 ``dwconv`` (depthwise: one kernel per input channel), ``fc`` (fully connected: flattens
-its input), ``pool`` (kernel, stride, padding; ``global = true`` pools to 1x1).
+its input), ``pool`` (kernel, stride, padding; ``global = true`` pools to 1x1), ``relu``,
+``bn`` (batch normalisation).
 A network file (TOML or JSON) gives ``name``, ``input = [C, H, W]`` and a list of layers
 (``[[layer]]`` tables in TOML, ``"layers": [...]`` in JSON); see :func:`load_network`.
 """
@@ -23,17 +37,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hroof._base.errors import ConfigError, suggest
+from hroof._base.errors import ConfigError, HroofError, suggest
+from hroof._base.toml import load_toml
 from hroof.accel.device import Device, element_size, positive_int
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: Layer type -> the keys it accepts (besides ``type`` and ``name``).
 LAYER_KEYS = {
@@ -42,7 +51,15 @@ LAYER_KEYS = {
     "dwconv": {"kernel", "stride", "padding", "bias"},
     "fc": {"out", "bias"},
     "pool": {"kernel", "stride", "padding", "global"},
+    "relu": set(),
+    "bn": set(),
 }
+#: Layer types that are fused into the layer before them unless ``fused=False``.
+ELEMENTWISE = ("relu", "bn", "pool")
+#: Operation conventions: how many operations one multiply-accumulate counts for.
+COUNTS = {"flops": 2, "macs": 1}
+#: Byte conventions (see the module docstring).
+TRAFFIC = ("io", "outputs")
 _NEEDS_OUT = {"conv", "pwconv", "fc"}
 
 
@@ -115,7 +132,7 @@ def layer_from_dict(d: dict, where: str = "layer") -> Layer:
         kernel=kernel,
         stride=num("stride", kernel if kind == "pool" else 1),
         padding=num("padding", 0, least=0),
-        bias=flag("bias", kind != "pool"),
+        bias=flag("bias", kind in ("conv", "pwconv", "dwconv", "fc")),
         global_pool=flag("global", False),
     )
 
@@ -171,8 +188,8 @@ def load_network(name_or_path: str | Path) -> Network:
             f"{path} is not a UTF-8 text file: {exc.reason} at byte {exc.start}"
         ) from None
     try:
-        doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        doc = load_toml(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (HroofError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} is not valid {path.suffix[1:].upper()}: {exc}") from None
     return network_from_dict(doc, str(path))
 
@@ -181,15 +198,20 @@ def load_network(name_or_path: str | Path) -> Network:
 def vgg16() -> Network:
     """VGG16 (Simonyan and Zisserman, 2015, configuration D) on a 3x224x224 input.
 
-    13 3x3 convolutions (padding 1) with biases, 5 2x2 max pools, 3 fully-connected layers:
-    15.47 G MACs (30.9 GFLOP) and 138,357,544 parameters.
+    13 3x3 convolutions (padding 1) with biases, each followed by a ReLU, 5 2x2 max pools,
+    3 fully-connected layers (a ReLU after the first two): 15.47 G MACs (30.9 GFLOP) and
+    138,357,544 parameters. The ReLUs and pools are fused unless ``fused=False``.
     """
     layers = []
     for block, (channels, convs) in enumerate([(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]):
         for j in range(convs):
-            layers.append(Layer("conv", f"conv{block + 1}_{j + 1}", channels, 3, 1, 1))
+            name = f"conv{block + 1}_{j + 1}"
+            layers.append(Layer("conv", name, channels, 3, 1, 1))
+            layers.append(Layer("relu", f"{name}_relu", None, 1, 1, 0, False))
         layers.append(Layer("pool", f"pool{block + 1}", None, 2, 2, 0, False))
-    layers += [Layer("fc", "fc6", 4096), Layer("fc", "fc7", 4096), Layer("fc", "fc8", 1000)]
+    for name, out in (("fc6", 4096), ("fc7", 4096)):
+        layers += [Layer("fc", name, out), Layer("relu", f"{name}_relu", None, 1, 1, 0, False)]
+    layers.append(Layer("fc", "fc8", 1000))
     return Network("VGG16", (3, 224, 224), tuple(layers))
 
 
@@ -197,17 +219,25 @@ def mobilenet_v1() -> Network:
     """MobileNet v1 (Howard et al., 2017, width 1.0) on a 3x224x224 input.
 
     A 3x3 stride-2 convolution, 13 depthwise (3x3) + pointwise (1x1) pairs, a global
-    average pool and a 1000-way fully-connected layer. Convolutions carry no bias (batch
-    normalisation follows each, not counted): 569 M MACs (1.14 GFLOP), 4.21 M parameters
-    (4,210,088: Keras's 4,231,976 trainable ones less the 21,888 batch-norm scales and
-    shifts).
+    average pool and a 1000-way fully-connected layer; every convolution is followed by
+    batch normalisation and a ReLU. Convolutions carry no bias: 569 M MACs (1.14 GFLOP),
+    4.21 M parameters (4,210,088: Keras's 4,231,976 trainable ones less the 21,888
+    batch-norm scales and shifts, which fold into the convolutions when fused).
     """
-    layers = [Layer("conv", "conv1", 32, 3, 2, 1, False)]
+
+    def conv_bn_relu(layer: Layer) -> list[Layer]:
+        return [
+            layer,
+            Layer("bn", f"{layer.name}_bn", None, 1, 1, 0, False),
+            Layer("relu", f"{layer.name}_relu", None, 1, 1, 0, False),
+        ]
+
+    layers = conv_bn_relu(Layer("conv", "conv1", 32, 3, 2, 1, False))
     plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]
     plan += [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
     for i, (out, stride) in enumerate(plan, start=2):
-        layers.append(Layer("dwconv", f"conv{i}_dw", None, 3, stride, 1, False))
-        layers.append(Layer("pwconv", f"conv{i}_pw", out, 1, 1, 0, False))
+        layers += conv_bn_relu(Layer("dwconv", f"conv{i}_dw", None, 3, stride, 1, False))
+        layers += conv_bn_relu(Layer("pwconv", f"conv{i}_pw", out, 1, 1, 0, False))
     layers.append(Layer("pool", "avgpool", None, 7, 1, 0, False, True))
     layers.append(Layer("fc", "fc", 1000))
     return Network("MobileNet v1", (3, 224, 224), tuple(layers))
@@ -231,6 +261,7 @@ class LayerCost:
     weight_bytes: int
     in_bytes: int
     out_bytes: int
+    fused: bool = False
 
     @property
     def bytes(self) -> int:
@@ -238,17 +269,18 @@ class LayerCost:
 
     @property
     def ai(self) -> float | None:
-        """FLOP/byte (None for a skipped layer: no bytes counted)."""
+        """Operations per byte (None for a fused layer: no bytes counted)."""
         return self.flops / self.bytes if self.bytes else None
 
     @property
     def skipped(self) -> bool:
-        return self.type == "pool"
+        """True for a layer fused into the one before it (nothing counted)."""
+        return self.fused
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["in_shape"], d["out_shape"] = list(self.in_shape), list(self.out_shape)
-        return {**d, "bytes": self.bytes, "ai": self.ai, "skipped": self.skipped}
+        return {**d, "bytes": self.bytes, "ai": self.ai}
 
 
 def _out_hw(h: int, w: int, k: int, s: int, p: int, where: str) -> tuple[int, int]:
@@ -258,14 +290,41 @@ def _out_hw(h: int, w: int, k: int, s: int, p: int, where: str) -> tuple[int, in
     return ho, wo
 
 
-def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[LayerCost]:
-    """Per-layer counts of ``net`` at ``dtype`` (element size) and ``batch``."""
+def _choice(value, allowed, what: str) -> str:
+    if value not in allowed:
+        raise ConfigError(
+            f"{what} must be one of {', '.join(allowed)}, got {value!r}"
+            f"{suggest(str(value), allowed)}"
+        )
+    return value
+
+
+def layer_costs(
+    net: Network,
+    dtype: str = "fp32",
+    batch: int = 1,
+    *,
+    count: str = "flops",
+    fused: bool = True,
+    traffic: str = "io",
+) -> list[LayerCost]:
+    """Per-layer counts of ``net`` at ``dtype`` (element size) and ``batch``.
+
+    ``count`` is ``"flops"`` (a MAC is 2 operations) or ``"macs"`` (1); ``fused`` folds
+    ReLU, batch norm and pooling into the layer before them (0 operations, 0 bytes);
+    ``traffic`` is ``"io"`` (weights, inputs and outputs) or ``"outputs"`` (weights and
+    outputs only). See the module docstring.
+    """
     elem = element_size(dtype)
     batch = positive_int(batch, "batch")
+    per_mac = COUNTS[_choice(count, COUNTS, "count")]
+    inputs = _choice(traffic, TRAFFIC, "traffic") == "io"
     c, h, w = net.input
     out = []
     for lay in net.layers:
         where = f"layer {lay.name} of {net.name}"
+        ops = 0  # operations that are not multiply-accumulates (elementwise layers)
+        macs = 0
         if lay.type in ("conv", "pwconv"):
             k = 1 if lay.type == "pwconv" else lay.kernel
             p = 0 if lay.type == "pwconv" else lay.padding
@@ -283,27 +342,35 @@ def layer_costs(net: Network, dtype: str = "fp32", batch: int = 1) -> list[Layer
             co, ho, wo = lay.out, 1, 1
             macs = fan_in * co
             params = fan_in * co + (co if lay.bias else 0)
-        else:  # pool: shape only (skipped in the counts)
+        elif lay.type == "pool":
             co = c
-            ho, wo = (
-                (1, 1)
-                if lay.global_pool
-                else _out_hw(h, w, lay.kernel, lay.stride, lay.padding, where)
-            )
-            macs = params = 0
-        skipped = lay.type == "pool"
+            if lay.global_pool:  # average: H W - 1 adds and one scale per output
+                ho, wo, per_out = 1, 1, h * w
+            else:  # max: k^2 - 1 comparisons per output
+                ho, wo = _out_hw(h, w, lay.kernel, lay.stride, lay.padding, where)
+                per_out = lay.kernel * lay.kernel - 1
+            ops = per_out * co * ho * wo
+            params = 0
+        else:  # relu (1 operation per element) or bn (x * scale + shift: 2, or 1 MAC)
+            co, ho, wo = c, h, w
+            if lay.type == "bn":
+                macs, params = c * h * w, 2 * c
+            else:
+                ops, params = c * h * w, 0
+        skip = fused and lay.type in ELEMENTWISE
         out.append(
             LayerCost(
                 name=lay.name,
                 type=lay.type,
                 in_shape=(c, h, w),
                 out_shape=(co, ho, wo),
-                macs=batch * macs,
-                flops=2 * batch * macs,
-                params=params,
-                weight_bytes=elem * params,
-                in_bytes=0 if skipped else elem * batch * c * h * w,
-                out_bytes=0 if skipped else elem * batch * co * ho * wo,
+                macs=0 if skip else batch * macs,
+                flops=0 if skip else batch * (per_mac * macs + ops),
+                params=0 if skip else params,
+                weight_bytes=0 if skip else elem * params,
+                in_bytes=elem * batch * c * h * w if inputs and not skip else 0,
+                out_bytes=0 if skip else elem * batch * co * ho * wo,
+                fused=skip,
             )
         )
         c, h, w = co, ho, wo
@@ -316,7 +383,7 @@ class LayerBound:
 
     cost: LayerCost
     attainable: float | None
-    bound: str  # "compute", "memory" or "skipped"
+    bound: str  # "compute", "memory" or "fused"
     time_s: float
 
     def to_dict(self) -> dict:
@@ -330,11 +397,15 @@ class LayerBound:
 
 @dataclass(frozen=True)
 class NetworkAnalysis:
-    """A network on a device at one precision and batch.
+    """A network on a device at one precision and batch, under one counting convention.
 
-    ``ai`` is total flops over total bytes; ``attainable`` = min(peak, ai x memory
-    bandwidth), the article's view of the whole network as one point; ``time_s`` sums the
-    layers' roofline times (each layer at its own bound), and ``achieved`` = flops /
+    ``count`` says what ``flops``, ``peak``, ``ai``, ``attainable`` and ``achieved``
+    count: ``"flops"`` (a MAC is 2; GFLOP/s, FLOP/byte) or ``"macs"`` (a MAC is 1;
+    ``peak`` is then the device's GFLOP/s halved, in G operations/s, so that ``ai`` and
+    ``ridge`` stay in the same unit). ``ai`` is total operations over total bytes;
+    ``attainable`` = min(peak, ai x memory bandwidth), the article's view of the whole
+    network as one point; ``time_s`` sums the layers' roofline times (each layer at its
+    own bound; it does not depend on the convention), and ``achieved`` = operations /
     ``time_s`` is the rate that implies.
     """
 
@@ -356,46 +427,71 @@ class NetworkAnalysis:
     bound: str
     time_s: float
     achieved: float = field(default=0.0)
+    count: str = "flops"
+    fused: bool = True
+    traffic: str = "io"
+
+    @property
+    def unit(self) -> str:
+        """``"FLOP"`` or ``"op"`` (a MAC counted once): the unit of the operation counts."""
+        return "FLOP" if self.count == "flops" else "op"
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "layers"}
-        return {"schema": "hroof.network/1", **d, "layers": [lb.to_dict() for lb in self.layers]}
+        return {"schema": "hroof.network/2", **d, "layers": [lb.to_dict() for lb in self.layers]}
 
 
-def analyse_network(net: Network, dev: Device, batch: int = 1) -> NetworkAnalysis:
-    """Per-layer and whole-network roofline bounds of ``net`` on ``dev`` (memory roof)."""
-    costs = layer_costs(net, dev.dtype, batch)
+def analyse_network(
+    net: Network,
+    dev: Device,
+    batch: int = 1,
+    *,
+    count: str = "flops",
+    fused: bool = True,
+    traffic: str = "io",
+) -> NetworkAnalysis:
+    """Per-layer and whole-network roofline bounds of ``net`` on ``dev`` (memory roof).
+
+    ``count``, ``fused`` and ``traffic`` as in :func:`layer_costs`. With
+    ``count="macs"`` the device's peak (GFLOP/s, a FMA being 2 flops) is halved so that
+    operations, AI and ridge point share one unit; the verdicts and times do not change.
+    """
+    costs = layer_costs(net, dev.dtype, batch, count=count, fused=fused, traffic=traffic)
+    peak = dev.peak * COUNTS[count] / 2
     bw = dev.bandwidth(dev.memory)
     bounds = []
     for lc in costs:
-        if lc.skipped:
-            bounds.append(LayerBound(lc, None, "skipped", 0.0))
+        if lc.fused:
+            bounds.append(LayerBound(lc, None, "fused", 0.0))
             continue
-        roof = min(dev.peak, lc.ai * bw)
+        roof = min(peak, lc.ai * bw)
         bounds.append(
             LayerBound(
                 lc,
                 roof,
-                "compute" if roof >= dev.peak else "memory",
-                max(lc.flops / (dev.peak * 1e9), lc.bytes / (bw * 1e9)),
+                "compute" if roof >= peak else "memory",
+                max(lc.flops / (peak * 1e9), lc.bytes / (bw * 1e9)),
             )
         )
     flops = sum(lc.flops for lc in costs)
     nbytes = sum(lc.bytes for lc in costs)
     if nbytes == 0:
-        raise ConfigError(f"network {net.name} has no counted layer (pooling is skipped)")
+        raise ConfigError(
+            f"network {net.name} has no counted layer (ReLU, batch norm and pooling are "
+            "fused into the layer before them)"
+        )
     ai = flops / nbytes
-    attainable = min(dev.peak, ai * bw)
+    attainable = min(peak, ai * bw)
     time_s = math.fsum(b.time_s for b in bounds)
     return NetworkAnalysis(
         network=net.name,
         device=dev.name,
         dtype=dev.dtype,
         batch=batch,
-        peak=dev.peak,
+        peak=peak,
         memory=dev.memory,
         bandwidth=bw,
-        ridge=dev.peak / bw,
+        ridge=peak / bw,
         layers=tuple(bounds),
         flops=flops,
         macs=sum(lc.macs for lc in costs),
@@ -403,7 +499,10 @@ def analyse_network(net: Network, dev: Device, batch: int = 1) -> NetworkAnalysi
         bytes=nbytes,
         ai=ai,
         attainable=attainable,
-        bound="compute" if attainable >= dev.peak else "memory",
+        bound="compute" if attainable >= peak else "memory",
         time_s=time_s,
         achieved=flops / (time_s * 1e9),
+        count=count,
+        fused=fused,
+        traffic=traffic,
     )

@@ -1,5 +1,5 @@
-"""``hroof gemm``, ``hroof network``, ``hroof coalesce`` and ``hroof mwp``: accelerators
-and AI workloads (docs/accelerators.md).
+"""``hroof gemm`` and ``hroof network``: accelerators and AI workloads (docs/accelerators.md);
+``coalesce`` and ``mwp`` are in :mod:`hroof.cli.gpu_threads`.
 
 The ``cmd_*`` functions turn argparse values into plain values and call
 :mod:`hroof.accel`; bad input raises :class:`hroof._base.errors.HroofError`, which
@@ -15,8 +15,7 @@ import textwrap
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure
-from hroof._base.units import parse_float, parse_int
-from hroof.cli.options import kernel_plan, positive_int, trace_format
+from hroof._base.units import format_si, parse_float, parse_int
 from hroof.cli.text import Col, emit, text_table
 
 _FMT = argparse.RawDescriptionHelpFormatter
@@ -77,31 +76,31 @@ def seconds_text(t: float) -> str:
     return f"{t * 1e6:.3g} us"
 
 
-def _si(x: float, unit: str) -> str:
-    """A count in decimal prefixes, 3-4 significant digits: ``17.2 GFLOP``, ``402.7 MB``."""
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if x >= scale:
-            return f"{x / scale:.4g} {prefix}{unit}"
-    return f"{x:g} {unit}"
-
-
 def _flops_text(f: float) -> str:
-    return _si(f, "FLOP")
+    return format_si(f, "FLOP", digits=4, small=False)
 
 
 def _bytes_text(b: float) -> str:
-    return _si(b, "B")
+    return format_si(b, "B", digits=4, small=False)
 
 
 # ---------------------------------------------------------------------------- gemm
 def format_gemm(a, dev) -> str:
     """The ``hroof gemm`` report of one analysis."""
+    from hroof.accel.gemm import gemm_ai
 
+    split = f", split-K {a.split_k} slices" if a.split_k > 1 else ""
     lines = [
         f"GEMM {a.m} x {a.n} x {a.k} (M x N x K), {a.dtype} ({a.element_size} bytes), tile "
-        f"{a.tile[0]}x{a.tile[1]}, on {a.device}",
+        f"{a.tile[0]}x{a.tile[1]}{split}, on {a.device}",
         f"flops          {_flops_text(a.flops)} (2 M N K)",
-        f"AI             {a.ai:,.1f} FLOP/byte on unique bytes (A and B read once, C written once)",
+        f"AI             {a.ai:,.1f} FLOP/byte on unique bytes (A and B read once, C written once"
+        + (
+            f"; plus split-K's partial sums, 2 x {a.split_k - 1} x M N elements; without them "
+            f"{gemm_ai(a.m, a.n, a.k, a.element_size):,.1f})"
+            if split
+            else ")"
+        ),
         f"tile AI        {a.tile_ai:,.1f} FLOP/byte per {a.tile[0]}x{a.tile[1]} tile "
         "(2 Mt Nt K flops over (Mt + Nt) K elements)",
         f"peak           {a.peak:,.0f} GFLOP/s ({a.dtype})",
@@ -138,9 +137,11 @@ def format_gemm(a, dev) -> str:
         f"time           {seconds_text(a.time_s)} at that bound (a lower bound: perfect overlap, "
         "full device)",
         f"thread blocks  {a.blocks:,} = ceil({a.m}/{a.tile[0]}) x ceil({a.n}/{a.tile[1]})"
+        + (f" x {a.split_k} K slices" if split else "")
         + (f"; {4} x {a.sms} SMs = {a.min_blocks:,}" if a.sms else "; SMs unknown"),
         f"class          {a.klass}-bound",
         f"reason         {a.reason}",
+        f"article        {a.note}",
     ]
     return "\n".join(lines)
 
@@ -151,6 +152,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 
     dev = _device(args.machine, args.dtype)
     tile = None if args.tile is None else parse_tile(args.tile)
+    split = args.split_k
+    if split is not None and split < 1:
+        raise HroofError(f"--split-k must be a positive whole number, got {split}")
     if args.sweep is not None:
         from hroof.studies.sweep import parse_values
 
@@ -163,9 +167,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 values.append(_int_arg(v))
             except argparse.ArgumentTypeError:
                 raise HroofError(f"--sweep value {v!r} is not a whole number") from None
-        analyses = gemm_family(args.m, args.n, args.k, key, values, dev, tile)
+        analyses = gemm_family(args.m, args.n, args.k, key, values, dev, tile, split)
     else:
-        analyses = [analyse_gemm(args.m, args.n, args.k, dev, tile)]
+        analyses = [analyse_gemm(args.m, args.n, args.k, dev, tile, split)]
     if args.plot:
         from hroof.plots.accel import gemm_figure
 
@@ -186,6 +190,7 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             Col("tile"),
             Col("blocks"),
             Col("class", "<"),
+            Col("article", "<"),
             Col("time"),
         ]
         rows = [
@@ -196,9 +201,10 @@ def cmd_gemm(args: argparse.Namespace) -> int:
                 f"{a.ai:,.1f}",
                 f"{a.attainable:,.0f}",
                 f"{a.bound} ({a.binding})",
-                f"{a.tile[0]}x{a.tile[1]}",
+                f"{a.tile[0]}x{a.tile[1]}" + (f"/{a.split_k}K" if a.split_k > 1 else ""),
                 f"{a.blocks:,}",
                 a.klass,
+                a.article or "-",
                 seconds_text(a.time_s),
             ]
             for a in analyses
@@ -211,7 +217,12 @@ def cmd_gemm(args: argparse.Namespace) -> int:
             + " FLOP/byte"
             + (f"; latency-bound below {4 * dev.sms} blocks" if dev.sms else "")
         )
-        emit("\n".join([head, "", *text_table(cols, rows)]))
+        foot = (
+            "tile: /SK = split-K into S slices; article: the accelerator article's verdict by "
+            "shape (M ~ N >> K latency, M or N small memory, all large compute); where it "
+            "differs from class, the single-shape report says why"
+        )
+        emit("\n".join([head, "", *text_table(cols, rows), "", foot]))
     if args.plot:
         import sys
 
@@ -220,19 +231,43 @@ def cmd_gemm(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- network
+def _counting(na) -> str:
+    """One line saying which conventions a network analysis used."""
+    ops = (
+        "a MAC = 2 flops (--count flops, the default)"
+        if na.count == "flops"
+        else "a MAC = 1 op (--count macs, the accelerator article's convention; the peak is "
+        "halved to Gop/s to match)"
+    )
+    moved = (
+        "weights (bias incl.), input and output activations once (--traffic io, the default)"
+        if na.traffic == "io"
+        else "weights and output activations once (--traffic outputs: the article's "
+        "Kernel Mem + Output Mem)"
+    )
+    fused = (
+        "ReLU, batch norm and pooling fused into the layer before (the default; --unfused "
+        "to count them)"
+        if na.fused
+        else "ReLU, batch norm and pooling are layers of their own (--unfused)"
+    )
+    return f"counting: {ops}\nbytes:    {moved}\nlayers:   {fused}"
+
+
 def format_network(na) -> str:
     """The ``hroof network`` report: per-layer table and the network's totals."""
 
+    u = na.unit
     cols = [
         Col("layer", "<", 0),
         Col("type", "<"),
         Col("output\nC x H x W"),
-        Col("MFLOP"),
+        Col(f"M{u}" if u == "FLOP" else "M ops"),
         Col("weights\nMB"),
         Col("act. in\nMB"),
         Col("act. out\nMB"),
-        Col("AI\nFLOP/byte"),
-        Col("roof\nGFLOP/s"),
+        Col(f"AI\n{u}/byte"),
+        Col(f"roof\nG{u}/s"),
         Col("bound", "<"),
         Col("time"),
     ]
@@ -240,8 +275,7 @@ def format_network(na) -> str:
     for lb in na.layers:
         c = lb.cost
         shape = "x".join(str(x) for x in c.out_shape)
-        if lb.bound == "skipped":
-            rows.append([c.name, c.type, shape, "-", "-", "-", "-", "-", "-", "skipped", "-"])
+        if lb.bound == "fused":
             continue
         rows.append(
             [
@@ -252,7 +286,7 @@ def format_network(na) -> str:
                 f"{c.weight_bytes / 1e6:.3g}",
                 f"{c.in_bytes / 1e6:.3g}",
                 f"{c.out_bytes / 1e6:.3g}",
-                f"{c.ai:.1f}",
+                f"{c.ai:.2f}" if c.ai < 1 else f"{c.ai:.1f}",
                 f"{lb.attainable:,.0f}",
                 lb.bound,
                 seconds_text(lb.time_s),
@@ -260,20 +294,35 @@ def format_network(na) -> str:
         )
     head = [
         f"{na.network} on {na.device}: {na.dtype}, batch {na.batch}; peak {na.peak:,.0f} "
-        f"GFLOP/s, {na.memory} {na.bandwidth:g} GB/s, "
-        f"ridge {na.ridge:.1f} FLOP/byte",
-        "counting: a MAC = 2 flops; each layer moves its weights (bias included), input and "
-        "output activations once; pooling skipped (fused); ReLU/BN not counted",
+        f"G{u}/s, {na.memory} {na.bandwidth:g} GB/s, ridge {na.ridge:.1f} {u}/byte",
+        _counting(na),
         "",
     ]
+    total = (
+        f"{na.flops / 1e9:,.2f} GFLOP ({na.macs / 1e9:,.2f} G MACs)"
+        if na.count == "flops"
+        else f"{na.flops / 1e9:,.3f} G operations counting a MAC as one "
+        f"({na.macs / 1e9:,.2f} G MACs)"
+    )
+    n_mem = sum(lb.bound == "memory" for lb in na.layers)
+    n_fused = sum(lb.bound == "fused" for lb in na.layers)
     tail = [
+        *(
+            [
+                f"({n_fused} ReLU, batch-norm and pooling layers fused, not listed: --unfused "
+                "lists and counts them)"
+            ]
+            if n_fused
+            else []
+        ),
         "",
-        f"total          {na.flops / 1e9:,.2f} GFLOP ({na.macs / 1e9:,.2f} G MACs), "
-        f"{na.params / 1e6:,.2f} M parameters, {na.bytes / 1e6:,.1f} MB moved",
-        f"AI             {na.ai:.1f} FLOP/byte vs ridge {na.ridge:.1f}: {na.bound}-bound",
-        f"attainable     {na.attainable:,.0f} GFLOP/s = min(peak, AI x {na.bandwidth:g} GB/s)",
+        f"total          {total}, {na.params / 1e6:,.2f} M parameters, "
+        f"{na.bytes / 1e6:,.1f} MB moved",
+        f"AI             {na.ai:.1f} {u}/byte vs ridge {na.ridge:.1f} ({na.count} "
+        f"convention): {na.bound}-bound",
+        f"attainable     {na.attainable:,.0f} G{u}/s = min(peak, AI x {na.bandwidth:g} GB/s)",
         f"time           {seconds_text(na.time_s)} summed over layers, each at its own bound "
-        f"({na.achieved:,.0f} GFLOP/s on average)",
+        f"({na.achieved:,.0f} G{u}/s on average); {n_mem} memory-bound layer(s)",
     ]
     return "\n".join(head + text_table(cols, rows) + tail)
 
@@ -286,7 +335,9 @@ def cmd_network(args: argparse.Namespace) -> int:
     dev = _device(args.machine, args.dtype)
     if args.batch < 1:
         raise HroofError(f"--batch must be a positive whole number, got {args.batch}")
-    na = analyse_network(net, dev, args.batch)
+    na = analyse_network(
+        net, dev, args.batch, count=args.count, fused=not args.unfused, traffic=args.traffic
+    )
     if args.plot:
         from hroof.plots.accel import network_figure
 
@@ -295,138 +346,9 @@ def cmd_network(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------- coalesce
-def format_coalescing(c, what: str) -> str:
-
-    lines = [
-        f"coalescing of {what}",
-        f"accesses {c.accesses:,} in {c.warps:,} warp instructions (32 threads each); "
-        f"bytes used {c.used_bytes:,}",
-        "",
-    ]
-    cols = [
-        Col("transaction", "<", 0),
-        Col("transactions"),
-        Col("bytes moved"),
-        Col("efficiency"),
-        Col("waste"),
-    ]
-    rows = []
-    for s, t in zip(c.segments, c.transactions, strict=True):
-        eff = c.efficiency(s)
-        rows.append(
-            [
-                f"{s} B",
-                f"{t:,}",
-                f"{t * s:,}",
-                "-" if eff is None else f"{100 * eff:.1f}%",
-                "-" if eff is None else f"{1 / eff:.2f}x",
-            ]
-        )
-    return "\n".join(lines + text_table(cols, rows))
-
-
-def cmd_coalesce(args: argparse.Namespace) -> int:
-    """``hroof coalesce KERNEL ... | --trace FILE | --stride B``: transactions per warp."""
-    from hroof._base.progress import Progress
-    from hroof.accel import coalescing
-
-    given = [args.kernel is not None, args.trace is not None, args.stride is not None]
-    if sum(given) != 1:
-        raise HroofError(
-            "give exactly one of KERNEL (see 'hroof kernels'), --trace FILE or --stride BYTES"
-        )
-    if args.stride is not None:
-        if args.stride < 0:
-            raise HroofError(f"--stride must be a non-negative number of bytes, got {args.stride}")
-        c = coalescing.warp_transactions(
-            [args.stride * t for t in range(32)], args.size, args.segment
-        )
-        what = f"one warp: 32 threads x {args.size}-byte accesses, {args.stride} bytes apart"
-    elif args.kernel is not None:
-        plan = kernel_plan(args.kernel, args.params)
-        per = args.per_thread or plan.per_iteration
-        with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
-            c = coalescing.coalesce_plan(plan, segments=args.segment, per_thread=per, progress=bar)
-        what = (
-            f"kernel {args.kernel} {' '.join(args.params)}".rstrip()
-            + f": one loop iteration per thread, {per} accesses per thread"
-        )
-    else:
-        from hroof.traces import count_accesses, detect_format
-
-        fmt = args.format or detect_format(args.trace)
-        per = args.per_thread or 1
-        with Progress(
-            count_accesses(args.trace, fmt), enabled=False if args.quiet else None
-        ) as bar:
-            c = coalescing.coalesce_trace(
-                args.trace,
-                fmt,
-                segments=args.segment,
-                per_thread=per,
-                access_size=args.access_size,
-                progress=bar,
-            )
-        what = f"trace {args.trace}: warps of 32 consecutive threads, {per} accesses per thread"
-    emit(json.dumps(c.to_dict(), indent=2) if args.json else format_coalescing(c, what))
-    return 0
-
-
-# ---------------------------------------------------------------------------- mwp
-def cmd_mwp(args: argparse.Namespace) -> int:
-    """``hroof mwp``: Hong and Kim's MWP, CWP and execution cycles."""
-    from hroof.accel.mwp import mwp_cwp, timeline
-
-    r = mwp_cwp(
-        args.mem_latency,
-        args.departure_delay,
-        args.comp_cycles,
-        args.mem_cycles,
-        args.mem_insts,
-        args.warps,
-        rounds=args.rounds,
-        bandwidth_gbs=args.bandwidth,
-        bytes_per_warp=args.bytes_per_warp,
-        clock_ghz=args.clock,
-        active_sms=args.sms,
-    )
-    slots = max(1, int(r.mwp))
-    t = None
-    if args.warps * args.mem_insts <= 100_000:  # the replay is a Python loop
-        per = args.mem_insts
-        t = timeline(args.warps, args.comp_cycles / per, args.mem_cycles / per, slots, per)
-    replay = None if t is None else t.total * r.rounds
-    if args.plot:
-        if t is None:
-            raise HroofError("--plot needs a replay: at most 100,000 memory periods")
-        from hroof.plots.accel import timeline_figure
-
-        save_figure(timeline_figure(t, r), args.plot, flag="--plot")
-    if args.json:
-        emit(json.dumps({**r.to_dict(), "replay_cycles": replay}, indent=2))
-        return 0
-    bw = "" if r.mwp_peak_bw is None else f", bandwidth limit {r.mwp_peak_bw:.2f}"
-    lines = [
-        f"MWP   {r.mwp:g} = min(Mem_L / departure delay = {r.mwp_without_bw:g}{bw}, "
-        f"N = {args.warps})",
-        f"CWP   {r.cwp:g} = min((Mem_cycles + Comp_cycles) / Comp_cycles = {r.cwp_full:g}, "
-        f"N = {args.warps})",
-        f"case  {r.case}: {r.dominant} dominates "
-        f"({'CWP >= MWP' if r.cwp >= r.mwp else 'CWP < MWP'})",
-        f"cycles {r.exec_cycles:,.6g} = ({r.formula}) x {r.rounds:g} round(s)",
-        f"replay {replay:,.6g} cycles (one issue pipeline, at most {slots} memory periods in "
-        "flight)"
-        if replay is not None
-        else "replay skipped (more than 100,000 memory periods)",
-    ]
-    emit("\n".join(lines))
-    return 0
-
-
 # ---------------------------------------------------------------------------- parsers
 def register(sub, machine_sub=None) -> None:
-    """Add ``gemm``, ``network``, ``coalesce`` and ``mwp`` to the ``hroof`` subparsers."""
+    """Add ``gemm`` and ``network`` to the ``hroof`` subparsers."""
 
     p = sub.add_parser(
         "gemm",
@@ -445,7 +367,8 @@ def register(sub, machine_sub=None) -> None:
             "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9: memory\n"
             "  hroof gemm 8192 128 8192 --tile 128x128                64 blocks: latency-bound\n"
             "  hroof gemm 8192 8192 8192 --dtype fp16                 AI 2730: compute\n"
-            "  hroof gemm 8192 128 8192 --tile 32x32                  1024 blocks: memory-bound\n"
+            "  hroof gemm 8192 8192 128                               the article's M~N>>K case\n"
+            "  hroof gemm 512 512 512                                 64 blocks: latency-bound\n"
             "  hroof gemm 4096 n 4096 --sweep n=16..8192:x2 --plot gemm.png"
         ),
     )
@@ -467,9 +390,16 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument(
         "--tile",
         metavar="MtxNt",
-        help="C tile per thread block (default: chosen per shape as a library would: the "
-        "largest tile, 256x128 down to 16x16, that still gives 4 thread blocks per SM; "
-        "128x128 when the SM count is unknown)",
+        help="C tile per thread block (default: chosen per shape as a tensor-core library "
+        "would: the largest tile, 256x128 down to 64x64, that still gives 4 thread blocks "
+        "per SM, else 64x64 with split-K; 128x128 when the SM count is unknown)",
+    )
+    p.add_argument(
+        "--split-k",
+        type=_int_arg,
+        metavar="S",
+        help="split K into S slices (serial split-K: S x the thread blocks, C read and "
+        "written once more per extra slice); default: chosen with the tile, 1 with --tile",
     )
     p.add_argument(
         "--sweep",
@@ -524,164 +454,29 @@ def register(sub, machine_sub=None) -> None:
         metavar="B",
         help="batch size: scales flops and activations, not weights (default: 1)",
     )
+    p.add_argument(
+        "--count",
+        choices=("flops", "macs"),
+        default="flops",
+        help="flops: a multiply-accumulate is 2 flops (default); macs: it is one operation, "
+        "as the accelerator article counts (the peak is halved to match)",
+    )
+    p.add_argument(
+        "--unfused",
+        action="store_true",
+        help="count ReLU, batch norm and pooling as layers of their own (read input, write "
+        "output); default: fused into the layer before them",
+    )
+    p.add_argument(
+        "--traffic",
+        choices=("io", "outputs"),
+        default="io",
+        help="io: each layer moves weights, input and output once (default); outputs: "
+        "weights and outputs only (the article's Kernel Mem + Output Mem)",
+    )
     p.add_argument("--plot", metavar="FILE", help="write the per-layer roofline (.png/.svg/.pdf)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
     p.set_defaults(func=cmd_network)
-
-    p = sub.add_parser(
-        "coalesce",
-        help="memory coalescing: 32/64/128-byte transactions per warp and their efficiency",
-        formatter_class=_FMT,
-        description=_wrap(
-            "Group accesses into warps of 32 threads and count, per warp instruction, the "
-            "aligned segments of each transaction size its threads touch; the efficiency is "
-            "bytes used / bytes moved. A kernel runs one loop iteration per thread (the j-th "
-            "access of 32 consecutive iterations is one warp instruction); a trace file is "
-            "read as 32 consecutive threads of --per-thread accesses each (default 1)."
-        ),
-        epilog=(
-            "examples:\n"
-            "  hroof coalesce --stride 128 --size 4   scattered: 8x (32 B), 32x (128 B) waste\n"
-            "  hroof coalesce --stride 4 --size 4     coalesced: one 128-byte transaction\n"
-            "  hroof coalesce triad n=4096\n"
-            "  hroof coalesce --trace run.din --segment 32,128"
-        ),
-    )
-    p.add_argument("kernel", nargs="?", metavar="KERNEL", help="a kernel (see 'hroof kernels')")
-    p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="the kernel's parameters")
-    p.add_argument("--trace", metavar="FILE", help="a trace file (npz, din, lackey)")
-    p.add_argument(
-        "--format",
-        type=trace_format,
-        metavar="{npz,din,lackey}",
-        help="trace format (default: from the file name)",
-    )
-    p.add_argument(
-        "--access-size",
-        type=positive_int("number of bytes", (1 << 32) - 1),
-        default=8,
-        metavar="BYTES",
-        help="size of din accesses without a SIZE field (default: 8)",
-    )
-    p.add_argument(
-        "--stride",
-        type=_int_arg,
-        metavar="BYTES",
-        help="one warp: thread t accesses address t x BYTES",
-    )
-    p.add_argument(
-        "--size",
-        type=positive_int("number of bytes"),
-        default=4,
-        metavar="BYTES",
-        help="access size for --stride (default: 4)",
-    )
-    p.add_argument(
-        "--segment",
-        type=_segments_arg,
-        default=[32, 64, 128],
-        metavar="S1,S2,..",
-        help="transaction sizes in bytes (default: 32,64,128)",
-    )
-    p.add_argument(
-        "--per-thread",
-        type=positive_int("number of accesses"),
-        metavar="P",
-        help="accesses per thread (default: a kernel's accesses per iteration; 1 for a trace)",
-    )
-    p.add_argument("--json", action="store_true", help="print the counts as JSON")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(func=cmd_coalesce)
-
-    p = sub.add_parser(
-        "mwp",
-        help="Hong and Kim's MWP/CWP model: memory or compute dominated, execution cycles",
-        formatter_class=_FMT,
-        description=_wrap(
-            "MWP (warps that can wait for memory at once) = min(Mem_L / departure delay, "
-            "bandwidth limit, N); CWP (warps that compute during one memory wait, plus one) "
-            "= min((Mem_cycles + Comp_cycles) / Comp_cycles, N); CWP >= MWP: memory "
-            "dominates; else compute. Prints the paper's execution cycles and a cycle-by-"
-            "cycle replay (Hong and Kim, ISCA 2009)."
-        ),
-        epilog=(
-            "examples (the article's figure, CWP = 3 with 8 warps):\n"
-            "  hroof mwp --mem-latency 200 --departure-delay 100 --comp-cycles 100 "
-            "--mem-cycles 200 --warps 8\n"
-            "  hroof mwp --mem-latency 200 --departure-delay 25 --comp-cycles 100 "
-            "--mem-cycles 200 --warps 8"
-        ),
-    )
-    p.add_argument(
-        "--mem-latency",
-        type=_float_arg,
-        required=True,
-        metavar="CYCLES",
-        help="Mem_L: cycles from a memory request to its data",
-    )
-    p.add_argument(
-        "--departure-delay",
-        type=_float_arg,
-        required=True,
-        metavar="CYCLES",
-        help="cycles between consecutive memory requests of an SM",
-    )
-    p.add_argument(
-        "--comp-cycles",
-        type=_float_arg,
-        required=True,
-        metavar="CYCLES",
-        help="computation cycles per warp",
-    )
-    p.add_argument(
-        "--mem-cycles",
-        type=_float_arg,
-        required=True,
-        metavar="CYCLES",
-        help="memory waiting cycles per warp",
-    )
-    p.add_argument(
-        "--mem-insts",
-        type=_int_arg,
-        default=1,
-        metavar="N",
-        help="memory instructions per warp (default: 1)",
-    )
-    p.add_argument("--warps", type=_int_arg, required=True, metavar="N", help="active warps per SM")
-    p.add_argument(
-        "--rounds",
-        type=_float_arg,
-        default=1.0,
-        metavar="R",
-        help="#Rep: rounds of N warps per SM (default: 1)",
-    )
-    p.add_argument(
-        "--bandwidth",
-        type=_float_arg,
-        metavar="GB/s",
-        help="memory bandwidth, for MWP's bandwidth limit",
-    )
-    p.add_argument(
-        "--bytes-per-warp",
-        type=_float_arg,
-        metavar="BYTES",
-        help="bytes of one warp's memory request",
-    )
-    p.add_argument("--clock", type=_float_arg, metavar="GHz", help="SM clock")
-    p.add_argument(
-        "--plot",
-        metavar="FILE",
-        help="write the replay as a timeline, one row per warp (.png, .svg or .pdf)",
-    )
-    p.add_argument(
-        "--sms",
-        type=_int_arg,
-        default=1,
-        metavar="N",
-        help="active SMs sharing the bandwidth (default: 1)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=cmd_mwp)
 
 
 def _gemm_entry(args: argparse.Namespace) -> int:

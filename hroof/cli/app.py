@@ -24,18 +24,25 @@ from hroof.cli import (
     accel,
     demo,
     energy,
+    gpu_threads,
     machine,
     measure,
+    mrc,
     run,
     simulate,
     spmv_blocking,
+    study,
     sweep,
     table,
 )
+from hroof.studies.executor import PointsFailed
 
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
-COMMANDS = (simulate, sweep, run, demo, machine, measure, energy, spmv_blocking, table, accel)
+COMMANDS = (
+    simulate, sweep, mrc, study, run, demo, machine, measure, energy, spmv_blocking, table,
+    accel, gpu_threads,
+)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +65,7 @@ examples:
   hroof kernels                               the kernels and their parameters
   hroof simulate stencil7 n=128               per-level table of one run
   hroof sweep stencil7 n=8..256:x2 --out d/   a size sweep, with figures and report
+  hroof mrc stencil7 n=64                     misses of every cache size, knees, AIs
   hroof run stencil7 n=128 --predict          run it natively: measured vs predicted
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof machine show skylake-sp               a machine: levels, bandwidths, peak
@@ -71,15 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hroof", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=fmt)
     parser.add_argument("--version", action="version", version=f"hroof {hroof.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    p = sub.add_parser(
-        "machine",
-        help="show, list or detect machines (cache levels, bandwidths, peak)",
-        description="Inspect machine descriptions (cache levels, bandwidths, compute peak; "
-        "TOML files) or detect this host's cache hierarchy.",
-    )
-    machine_sub = p.add_subparsers(dest="machine_command", metavar="ACTION", title="actions")
-    p.set_defaults(func=None, parser=p)
+    machine_sub = None  # the ``machine`` group's actions, once it is listed
     for module in COMMANDS:
+        if module is machine:
+            p = sub.add_parser(
+                "machine",
+                help="show, list, detect or measure machines (cache levels, bandwidths, peak)",
+                description="Inspect machine descriptions (cache levels, bandwidths, compute "
+                "peak; TOML files), detect this host's cache hierarchy, or measure its "
+                "bandwidths and peaks.",
+            )
+            machine_sub = p.add_subparsers(
+                dest="machine_command", metavar="ACTION", title="actions"
+            )
+            p.set_defaults(func=None, parser=p)
         module.register(sub, machine_sub)
     parser.set_defaults(func=None, parser=parser)
     return parser
@@ -128,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code if isinstance(code, int) else (0 if code is None else 2)
     try:
         return args.func(args)
+    except PointsFailed as exc:  # the others finished: status 1, not 2
+        sys.stderr.write(f"hroof: error: {_one_line(str(exc))}\n")
+        return 1
     except HroofError as exc:
         return _fail(str(exc))
     except BrokenPipeError:  # stdout closed early, e.g. `hroof ... | head`

@@ -17,7 +17,8 @@ from hroof.cli.text import emit, term_width
 def cmd_demo(args: argparse.Namespace) -> int:
     """``hroof demo``: the 7-point stencil small, large and swept, with a report."""
     from hroof.machine.model import load_machine
-    from hroof.plots.report import (
+    from hroof.plots.report import write_report
+    from hroof.studies.demo import (
         DEMO_KERNEL,
         DEMO_LARGE,
         DEMO_SMALL,
@@ -25,7 +26,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         format_rows,
         run_demo,
         summary_table,
-        write_report,
     )
 
     machine = load_machine(args.machine)
@@ -66,9 +66,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if g.moot:
             lines.append(f"  (need not: {', '.join(s.what for s in g.moot)}: above the bound)")
         lines.append("")
+    lines += _mrc_lines(machine, Path(args.out))
     lines.append(f"report: {written[-1]} (figures beside it)")
     emit("\n".join(lines))
     return 0
+
+
+def _mrc_lines(machine, out: Path) -> list[str]:
+    """The stencil's miss-ratio curve (one pass, every L1 size) as mrc.png, and its knees
+    beside the layer conditions, in words."""
+    from hroof._base.files import save_figure
+    from hroof._base.units import format_bytes
+    from hroof.plots.mrc import plot_mrc
+    from hroof.studies.demo import DEMO_KERNEL, DEMO_MRC_N, demo_mrc
+
+    rep = demo_mrc(machine)
+    path = save_figure(plot_mrc(rep), out / "mrc.png")
+    knees = ", ".join(format_bytes(k.bytes) for k in rep.knees)
+    lcs = ", ".join(f"{n} {format_bytes(v)}" for n, v in sorted(rep.layer_conditions.items()))
+    text = (
+        f"Every L1 size at once ({DEMO_KERNEL} n={DEMO_MRC_N}, one pass, 'hroof mrc'): the miss "
+        f"ratio falls sharply at {knees}; the layer conditions need {lcs}. The walls of the "
+        f"sweep, seen from the cache-size axis: {path}"
+    )
+    return [*textwrap.wrap(text, term_width()), ""]
 
 
 def register(sub, machine_sub) -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from hroof._base.errors import HroofError
 from hroof._base.files import figure_format, save_figure, write_text
-from hroof.cli.options import positive_int
+from hroof._base.units import format_si
+from hroof.cli.options import open_engine, positive_int, scheduler_option
 from hroof.cli.text import (
     Col,
     ai_text,
@@ -109,6 +110,7 @@ def register(sub, machine_sub) -> None:
         help="a sweep: processes to run points in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="a sweep: simulate every point again")
+    scheduler_option(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_energy)
 
@@ -118,22 +120,6 @@ def _g(x: float | None, unit: str = "") -> str:
     if x is None:
         return "-"
     return f"{x:.3g}{unit}"
-
-
-_PREFIXES = [(1e-12, "p"), (1e-9, "n"), (1e-6, "µ"), (1e-3, "m"), (1.0, ""), (1e3, "k")]
-
-
-def _si(x: float | None, unit: str) -> str:
-    """Three significant digits with an SI prefix: ``_si(3.42e-5, "s") == "34.2 µs"``."""
-    if x is None:
-        return "-"
-    if x == 0:
-        return f"0 {unit}"
-    scale, prefix = _PREFIXES[0]
-    for s, p in _PREFIXES:
-        if abs(x) >= s * 0.9995:
-            scale, prefix = s, p
-    return f"{x / scale:.3g} {prefix}{unit}"
 
 
 def _machine_line(model) -> str:
@@ -185,18 +171,20 @@ def format_energy(result, model, estimate, *, width: int) -> str:
     times = {lv.name: (None if lv.bandwidth is None else b / (lv.bandwidth * 1e9))
              for lv in model.levels for b in [_bytes(result, lv.name)]}  # fmt: skip
     rows = [["flops", int_text(estimate.flops), "-", f"{model.flop_pj:g}",
-             _si(estimate.flops / (model.peak * 1e9), "s"), _si(estimate.part("flops").joules, "J"),
+             format_si(estimate.flops / (model.peak * 1e9), "s"),
+             format_si(estimate.part("flops").joules, "J"),
              _share(estimate.part("flops").joules, total)]]  # fmt: skip
     for lv in model.levels:
         nbytes = _bytes(result, lv.name)
         joules = estimate.part(lv.name).joules if lv.byte_pj is not None else None
         rows.append([f"{lv.name} bytes", int_text(nbytes), ai_text(ais.get(lv.name)),
-                     "-" if lv.byte_pj is None else f"{lv.byte_pj:g}", _si(times[lv.name], "s"),
-                     "not charged" if joules is None else _si(joules, "J"),
+                     "-" if lv.byte_pj is None else f"{lv.byte_pj:g}",
+                     format_si(times[lv.name], "s"),
+                     "not charged" if joules is None else format_si(joules, "J"),
                      "-" if joules is None else _share(joules, total)])  # fmt: skip
     const = estimate.part("constant").joules
-    rows.append(["constant", "-", "-", f"{model.constant_w:g} W", _si(estimate.time_s, "s"),
-                 _si(const, "J"), _share(const, total)])  # fmt: skip
+    rows.append(["constant", "-", "-", f"{model.constant_w:g} W", format_si(estimate.time_s, "s"),
+                 format_si(const, "J"), _share(const, total)])  # fmt: skip
     lines += ["", *text_table(cols, rows), ""]
     binds = "compute" if estimate.binding == "compute" else f"{estimate.binding} bandwidth"
     dom = estimate.dominant
@@ -205,10 +193,10 @@ def format_energy(result, model, estimate, *, width: int) -> str:
     )
     lines += header_block(
         [
-            ("time", f"{_si(estimate.time_s, 's')} ({_g(estimate.performance)} GFLOP/s; "
+            ("time", f"{format_si(estimate.time_s, 's')} ({_g(estimate.performance)} GFLOP/s; "
              f"{binds} sets it)"),
-            ("energy", f"{_si(total, 'J')} ({_g(estimate.pj_per_flop)} pJ/FLOP)"),
-            ("power", _si(estimate.power_w, "W")),
+            ("energy", f"{format_si(total, 'J')} ({_g(estimate.pj_per_flop)} pJ/FLOP)"),
+            ("power", format_si(estimate.power_w, "W")),
             ("efficiency", f"{_g(estimate.gflop_per_j)} GFLOP/J (at most "
              f"{model.max_efficiency:.3g} GFLOP/J with no traffic)"),
             ("dominant", f"{dom_name}: {_share(dom.joules, total)} of the energy"),
@@ -237,7 +225,8 @@ def format_energy_sweep(points, model, estimates, vary) -> str:
     rows = []
     for p, e in zip(points, estimates, strict=True):
         rows.append([str(p.params[k]) for k in vary] + [
-            format_bytes(p.footprint), _si(e.time_s, "s"), _si(e.total_j, "J"), _g(e.pj_per_flop),
+            format_bytes(p.footprint), format_si(e.time_s, "s"), format_si(e.total_j, "J"),
+            _g(e.pj_per_flop),
             _g(e.power_w), _g(e.gflop_per_j),
             f"{e.dominant.name} ({_share(e.dominant.joules, e.total_j)})"])  # fmt: skip
 
@@ -256,7 +245,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
     """``hroof energy KERNEL KEY=VALUE ...``: energy, power and GFLOP/J of a run or a sweep."""
     from hroof._base.progress import Progress
     from hroof.machine.model import load_machine
-    from hroof.roofline.energy import energy_model, run_energy
+    from hroof.roofline.energy import energy_doc, energy_model, energy_sweep_doc, run_energy
     from hroof.studies.sweep import expand_grid
     from hroof.traces import parse_assignments
 
@@ -297,9 +286,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
             )
             written.append(args.plot)
         if args.json:
-            doc = {"schema": "hroof.energy/1", "model": model.to_dict(),
-                   "result": result.to_dict(), "energy": est.to_dict()}  # fmt: skip
-            emit(json.dumps(doc, indent=1))
+            emit(json.dumps(energy_doc(result, model, est), indent=1))
         else:
             text = format_energy(result, model, est, width=term_width())
             if written:
@@ -309,21 +296,18 @@ def cmd_energy(args: argparse.Namespace) -> int:
 
     from hroof.studies.sweep import run_sweep, varying
 
-    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+    with (
+        open_engine(args) as engine,
+        Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
+    ):
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
-            progress=bar,
+            progress=bar, executor=engine,
         )  # fmt: skip
     estimates = [run_energy(p.result, model) for p in points]
     vary = varying(points)
-    doc = {
-        "schema": "hroof.energy-sweep/1",
-        "model": model.to_dict(),
-        "points": [{"params": dict(p.params), "footprint": p.footprint,
-                    "result": p.result.to_dict(), "energy": e.to_dict()}
-                   for p, e in zip(points, estimates, strict=True)],
-    }  # fmt: skip
+    doc = energy_sweep_doc(points, model, estimates)
     written, skipped = [], []
     if args.out:
         written = sweep_outputs(Path(args.out), points, model, vary, doc, skipped)

@@ -45,7 +45,7 @@ def cmd_machine_detect(args: argparse.Namespace) -> int:
 
 
 def cmd_machine_list(args: argparse.Namespace) -> int:
-    """``hroof machine list``: the machine files bundled with hroof."""
+    """``hroof machine list``: the machine files bundled with hroof, then the measured host."""
     from hroof.cachesim import load_hierarchy
     from hroof.machine.catalog import bundled_machines
 
@@ -63,8 +63,29 @@ def cmd_machine_list(args: argparse.Namespace) -> int:
         except HroofError as exc:
             desc = f"(unreadable: {exc})"
         lines.append(f"{name:<{namew}}{desc}")
+    lines.append(_host_line(max(namew, len("host") + 2)))
     emit("\n".join(lines))
     return 0
+
+
+def _host_line(namew: int) -> str:
+    """``machine list``'s line for the measured host: its figures' date, or how to
+    measure it."""
+    from hroof.machine.catalog import HOST_MACHINE, host_machine_path
+    from hroof.machine.host import MEASURE_COMMAND
+    from hroof.machine.model import load_machine
+
+    path = host_machine_path()
+    if not path.is_file():
+        return f"{HOST_MACHINE:<{namew}}(not measured: '{MEASURE_COMMAND}' measures this machine)"
+    try:
+        m = load_machine(HOST_MACHINE)
+    except HroofError as exc:
+        return f"{HOST_MACHINE:<{namew}}(unreadable: {exc})"
+    sizes = ", ".join(f"{lv.name} {format_size(lv.size)}" for lv in m.hierarchy.levels)
+    date = str(m.measured.get("date", "?"))[:10]
+    missing = f"; unknown: {', '.join(m.missing())}" if m.missing() else ""
+    return f"{HOST_MACHINE:<{namew}}{m.name}: {sizes} (measured {date}, {path}{missing})"
 
 
 def register(sub, machine_sub) -> None:
@@ -85,7 +106,7 @@ def register(sub, machine_sub) -> None:
     q.set_defaults(func=cmd_machine_show)
     q = machine_sub.add_parser(
         "list",
-        help="list the bundled machine names",
+        help="list the bundled machine names and the measured host",
         description="List the machines bundled with hroof, usable as --machine NAME.",
     )
     q.set_defaults(func=cmd_machine_list)

@@ -18,6 +18,7 @@ from pathlib import Path
 from hroof._base.errors import ConfigError
 from hroof._base.files import write_text
 from hroof._base.progress import Progress
+from hroof._base.units import format_bytes
 from hroof.cli.options import positive_int
 from hroof.cli.text import Col, emit, text_table
 
@@ -91,6 +92,12 @@ def register(sub, machine_sub) -> None:
     q.add_argument(
         "--no-save", action="store_true", help="do not write the host file (only print, and --out)"
     )
+    q.add_argument(
+        "--replace",
+        action="store_true",
+        help="write a clean host file: by default a level this run finds no plateau for "
+        "keeps the previous file's figure (marked with its date)",
+    )
     q.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     q.set_defaults(func=cmd_machine_measure)
 
@@ -144,8 +151,17 @@ def _check_out_dir(out: str | None) -> Path | None:
     return path
 
 
-def format_measurement(m, written: list[Path]) -> str:
-    """The summary ``hroof machine measure`` prints."""
+def _spread(s) -> str:
+    if s is None:
+        return ""
+    return f"{s.lo:.4g}..{s.hi:.4g}" + (" !" if s.wide else "")
+
+
+def format_measurement(
+    m, written: list[Path], kernel: str = "read", changes: list[str] | None = None
+) -> str:
+    """The summary ``hroof machine measure`` prints: the figures with their trials'
+    range (``!``: too wide to trust), the notes, and what changed in the host file."""
 
     lines = [
         f"{m.host.machine.name}: measured {m.date} ({m.settings.name}, {m.elapsed_s:.0f} s)",
@@ -158,11 +174,13 @@ def format_measurement(m, written: list[Path]) -> str:
         if f.threads == 1:
             cells = [f.precision, f.variant]
             for t in counts:
-                cells.append(f"{m.figure(f.variant, f.precision, t).gflops:.1f}")
+                g = m.figure(f.variant, f.precision, t)
+                cells += [f"{g.gflops:.1f}", _spread(g.spread)]
             rows.append([*cells, f.kernel])
     cols = [Col("precision", "<"), Col("variant", "<")]
-    cols += [Col(f"{t} thread" + ("s" if t > 1 else "")) for t in counts] + [Col("kernel", "<")]
-    lines += text_table(cols, rows)
+    for t in counts:
+        cols += [Col(f"{t} thread" + ("s" if t > 1 else "")), Col("trials", "<")]
+    lines += text_table([*cols, Col("kernel", "<")], rows)
     lines += ["", "bandwidth plateaus (GB/s; -: no clear plateau)"]
     names = [lf.name for lf in m.sweeps[0].levels]
     rows = [
@@ -170,6 +188,32 @@ def format_measurement(m, written: list[Path]) -> str:
         for s in m.sweeps
     ]
     lines += text_table([Col("kernel", "<"), Col("threads"), *(Col(n) for n in names)], rows)
+    sweep = m.sweep(kernel, 1)
+    lines += ["", f"{kernel}, 1 thread (the host file's bandwidths): median of the plateau, "
+              "range of the trials' medians"]  # fmt: skip
+    rows = [
+        [lf.name, f"{lf.gbs:.1f}" if lf.gbs else "-", _spread(lf.spread),
+         f"{format_bytes(lf.plateau.lo_bytes)}..{format_bytes(lf.plateau.hi_bytes)}"
+         if lf.plateau else lf.note]
+        for lf in sweep.levels
+    ]  # fmt: skip
+    lines += text_table(
+        [Col("level", "<"), Col("GB/s"), Col("trials", "<"), Col("working sets", "<")], rows
+    )
+    wide = [f"{f.precision} {f.variant}, {f.threads} thread(s)" for f in m.compute
+            if f.spread is not None and f.spread.wide]  # fmt: skip
+    wide += [f"{s.kernel}, {s.threads} thread(s), {lf.name}" for s in m.sweeps for lf in s.levels
+             if lf.spread is not None and lf.spread.wide]  # fmt: skip
+    notes = list(m.notes)
+    if wide:
+        notes.append(
+            "spread too wide to trust (middle half of the trials over 10 % apart; '!'): "
+            + "; ".join(wide)
+        )
+    if notes:
+        lines += ["", "notes:"] + [f"  {n}" for n in notes]
+    if changes:
+        lines += ["", "host file changes:"] + [f"  {c}" for c in changes]
     if written:
         lines += ["", "wrote " + ", ".join(str(p) for p in written)]
     return "\n".join(lines)
@@ -200,8 +244,21 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
         m = measure_host(settings, host=host, threads=threads, progress=bar)
     text = files.measurement_toml(m, args.bandwidth_kernel)
     written = []
+    changes: list[str] = []
     if not args.no_save:
-        write_text(host_path, text)
+        previous = None
+        if args.replace:
+            changes.append("--replace: a clean host file, nothing kept from the previous one")
+        elif host_path.is_file():
+            from hroof.machine.model import load_machine
+
+            try:
+                previous = load_machine(host_path)
+            except ConfigError as exc:
+                changes.append(f"the previous host file was unreadable ({exc}): replaced")
+        host_text, more = files.host_file(m, args.bandwidth_kernel, previous)
+        changes += more
+        write_text(host_path, host_text)
         written.append(host_path)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -219,7 +276,7 @@ def cmd_machine_measure(args: argparse.Namespace) -> int:
         written += report.write_figures(m, out)
         write_text(out / "report.html", report.report_html(m, text))
         written.append(out / "report.html")
-    emit(format_measurement(m, written))
+    emit(format_measurement(m, written, args.bandwidth_kernel, changes))
     return 0
 
 

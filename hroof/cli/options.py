@@ -106,6 +106,25 @@ def workers_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def scheduler_option(p: argparse.ArgumentParser) -> None:
+    """``--scheduler ADDRESS|local``: run the points on a Dask cluster (docs/cluster.md)."""
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local",
+        help="run the points on the Dask scheduler at tcp://HOST:PORT, or on a LocalCluster "
+        "on 127.0.0.1 with 'local' (--workers worker processes); default: $HROOF_SCHEDULER, "
+        "else local processes (needs pip install 'hroof[cluster]'; see docs/cluster.md)",
+    )
+
+
+def open_engine(args: argparse.Namespace):
+    """The executor a command's ``--scheduler``/``--workers`` ask for (a context manager);
+    an unreachable scheduler is an error here, before any work."""
+    from hroof.studies.executor import open_executor
+
+    return open_executor(getattr(args, "scheduler", None), workers=getattr(args, "workers", None))
+
+
 def chunk_option(p: argparse.ArgumentParser, what: str = "read and simulated") -> None:
     """``--chunk-size N``: accesses per chunk (bounds memory)."""
     p.add_argument(

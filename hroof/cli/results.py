@@ -379,7 +379,7 @@ def format_sweep(points, machine, walls) -> str:
             + (f" {poor} of {len(points)} points are POOR." if poor else ""),
             REPORT_WIDTH,
         )
-    from hroof.plots.report import predicted_walls
+    from hroof.studies.sweep import predicted_walls
 
     predicted = predicted_walls(points, machine, vary[0]) if len(vary) == 1 else {}
     if walls:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import textwrap
 
 from hroof._base.progress import Progress
@@ -35,11 +36,12 @@ compulsory intensity (flops / footprint against memory bandwidth and peak: no
 simulation). --predict simulates the same parameters on the machine (cached like
 sweeps) and prints measured / predicted and a verdict: near the roof (at least half
 the bound), POOR (under half: the roofline's poor-performance region) or above the
-bound. Unless the machine is this host (--machine host, after 'hroof machine
-measure'), the bound is a model of another machine: the ratio compares this host
-with that model. The simulation is one cold run; the timed runs are warm repeats,
-so a problem that fits in a cache can beat the bound. Timings on a shared or
-virtual machine are noisy: quote the median and the spread (docs/run.md)."""
+bound. Without --machine it compares against the measured host when 'hroof
+machine measure' has written it, else against the skylake-sp model with a warning:
+the bound of a model is another machine's, and the ratio compares this host with it.
+The simulation is one cold run; the timed runs are warm repeats, so a problem that
+fits in a cache can beat the bound. Timings on a shared or virtual machine are
+noisy: quote the median and the spread (docs/run.md)."""
 
 _EPILOG = """\
 examples:
@@ -96,8 +98,9 @@ def register(sub, machine_sub) -> None:
     p.add_argument(
         "--predict",
         action="store_true",
-        help="simulate the same parameters on the machine (default: the default machine) "
-        "and print measured / predicted and a verdict",
+        help="simulate the same parameters on the machine (default: the measured host if "
+        "'hroof machine measure' has run, else skylake-sp with a warning) and print "
+        "measured / predicted and a verdict",
     )
     p.add_argument("--json", action="store_true", help="print the measurement as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
@@ -107,9 +110,9 @@ def register(sub, machine_sub) -> None:
 def _host() -> str:
     from pathlib import Path
 
-    from hroof.machine.host import CPUINFO, _read_cpuinfo
+    from hroof.machine.host import CPUINFO, read_cpuinfo
 
-    model = _read_cpuinfo(Path(CPUINFO))[0]
+    model = read_cpuinfo(Path(CPUINFO))[0]
     return model or "this host"
 
 
@@ -148,10 +151,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan = kernel_plan(args.kernel, args.params)
     require_native(plan.kernel)
     machine = None
+    chosen = None
     if args.machine is not None or args.predict:
+        from hroof.machine.host import comparison_machine
         from hroof.machine.model import load_machine
 
-        machine = load_machine(args.machine)
+        chosen = comparison_machine(args.machine)
+        machine = load_machine(chosen.machine)
+        if not chosen.is_host and args.machine is None:
+            sys.stderr.write(f"hroof: {chosen.note}\n")
     comparison = result = None
     if args.predict:  # simulate first: never beside the timed runs
         from hroof.roofline.measured import compare
@@ -174,6 +182,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if machine is not None:
             doc["machine"] = {
                 "name": machine.name,
+                "is_host": is_measured_host(machine),
+                "why": chosen.note if chosen else "",
                 "compulsory_bound": cbound,
                 "predicted": comparison.to_dict() if comparison else None,
             }
@@ -213,6 +223,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             else "a model: its figures, not this host's"
         )
         lines += ["", f"machine    {machine.name} ({what})"]
+        if chosen is not None and args.machine is None:
+            lines += textwrap.wrap(
+                "           " + chosen.note, REPORT_WIDTH, subsequent_indent=" " * 11
+            )
         if cbound is not None:
             ratio = f"; measured / that = {m.gflop_s / cbound['bound_gflop_s']:.2f}"
             lines.append(

@@ -8,7 +8,7 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
-from hroof.cli.options import positive_int
+from hroof.cli.options import machine_option, open_engine, positive_int, scheduler_option
 from hroof.cli.text import Col, ai_text, emit, text_table
 
 _EXAMPLES = """\
@@ -58,12 +58,7 @@ def register(sub, machine_sub) -> None:
         help="block sizes, rows x columns (default: %(default)s)",
     )
     p.add_argument("--no-csr", action="store_true", help="do not simulate plain CSR too")
-    p.add_argument(
-        "--machine",
-        metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file "
-        "(default: the bundled 'default')",
-    )
+    machine_option(p)
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -79,6 +74,7 @@ def register(sub, machine_sub) -> None:
         help="processes to run storages in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="simulate every storage again")
+    scheduler_option(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_spmv_blocking)
 
@@ -160,7 +156,8 @@ def format_blocking(points, machine) -> str:
 def _outputs(out: Path, points, machine) -> list[Path]:
     import json
 
-    from hroof.studies.spmv_blocking import blocking_doc, matrix_title, plot_blocking
+    from hroof.plots.spmv_blocking import plot_blocking
+    from hroof.studies.spmv_blocking import blocking_doc, matrix_title
 
     written = []
     doc = blocking_doc(points, machine if not machine.missing() else None)
@@ -194,10 +191,13 @@ def cmd_spmv_blocking(args: argparse.Namespace) -> int:
             Path(args.out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise HroofError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
-    with Progress(len(plans), enabled=False if args.quiet else None, unit="storages") as bar:
+    with (
+        open_engine(args) as engine,
+        Progress(len(plans), enabled=False if args.quiet else None, unit="storages") as bar,
+    ):
         points = run_blocking(
             matrix, blocks, machine.hierarchy, csr=not args.no_csr, workers=args.workers,
-            use_cache=not args.no_cache, progress=bar, plans=plans,
+            use_cache=not args.no_cache, progress=bar, plans=plans, executor=engine,
         )  # fmt: skip
     written = _outputs(Path(args.out), points, machine) if args.out is not None else []
     if args.json:

@@ -4,6 +4,7 @@ of a saved sweep."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hroof._base.errors import HroofError
@@ -11,7 +12,9 @@ from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
 from hroof.cli.options import (
     MACHINE_HELP,
+    open_engine,
     positive_int,
+    scheduler_option,
     seconds,
 )
 from hroof.cli.results import format_sweep
@@ -26,18 +29,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
-    machine = load_machine(args.machine)
     if args.measure:
+        from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
 
         require_native(args.kernel)  # before minutes of simulation, not after
-    elif args.min_time is not None:
-        raise HroofError("--min-time is for --measure")
-    with Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar:
+        chosen = comparison_machine(args.machine)
+        machine = load_machine(chosen.machine)
+        if args.machine is None:
+            sys.stderr.write(f"hroof: {chosen.note}\n")
+    else:
+        if args.min_time is not None:
+            raise HroofError("--min-time is for --measure")
+        machine = load_machine(args.machine)
+    with (
+        open_engine(args) as engine,
+        Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
+    ):
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
-            progress=bar, sample_sets=args.sample_sets,
+            progress=bar, executor=engine, sample_sets=args.sample_sets,
         )  # fmt: skip
     if args.measure:  # serially, after the simulations: nothing else runs while timing
         from hroof.studies.sweep import measure_points
@@ -112,7 +124,8 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 def cmd_report(args: argparse.Namespace) -> int:
     """``hroof report RESULTS.json|DIR``: the report of a saved sweep."""
     from hroof.machine.model import load_machine
-    from hroof.plots.report import load_sweep, write_report
+    from hroof.plots.report import write_report
+    from hroof.studies.sweep import load_sweep
 
     points, name = load_sweep(Path(args.results))
     machine = load_machine(args.machine)
@@ -171,12 +184,14 @@ def register(sub, machine_sub) -> None:
         help="processes to run points in (default: one per core)",
     )
     p.add_argument("--no-cache", action="store_true", help="simulate every point again")
+    scheduler_option(p)
     p.add_argument(
         "--measure",
         action="store_true",
         help="also run the kernel natively at every point on this host (one thread, after "
         "the simulations) and show measured GFLOP/s beside the predicted bound, "
-        "measured/predicted and POOR where under half the bound (see 'hroof run')",
+        "measured/predicted and POOR where under half the bound (see 'hroof run'); "
+        "without --machine, against the measured host if there is one",
     )
     p.add_argument(
         "--min-time",

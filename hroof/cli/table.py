@@ -4,17 +4,25 @@ on a machine, with the simulated AI per level next to the ideal on request."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import textwrap
 
 from hroof._base.progress import Progress
 from hroof._base.units import parse_int
-from hroof.cli.options import positive_int
+from hroof.cli.options import (
+    MACHINE_HELP,
+    machine_option,
+    open_engine,
+    positive_int,
+    scheduler_option,
+)
 from hroof.cli.text import Col, ai_text, emit, term_width, text_table
+from hroof.roofline.table import DEFAULT_MAX_ACCESSES
+from hroof.studies.executor import SCHEDULER_ENV
 
 #: N when none is given (powers of two, so the fft row is defined).
 DEFAULT_NS = (1024, 1048576)
-#: Most accesses one simulated row may take with --simulate, unless --max-accesses says.
-DEFAULT_MAX_ACCESSES = 10_000_000
 
 _EXAMPLES = """\
 examples:
@@ -82,12 +90,9 @@ def register(sub, machine_sub) -> None:
         help="nonzeros per row of the cg and spmv operator (default: %(default)s, the "
         "7-point stencil)",
     )
-    p.add_argument(
-        "--machine",
-        metavar="NAME|FILE",
-        help="a bundled machine (see 'hroof machine list') or a machine TOML file; its "
-        "peak and memory bandwidth give the bound, its caches the simulation (default: "
-        "the bundled 'default')",
+    machine_option(
+        p,
+        MACHINE_HELP + "; its peak and memory bandwidth give the bound, its caches the simulation",
     )
     p.add_argument(
         "--simulate",
@@ -106,67 +111,33 @@ def register(sub, machine_sub) -> None:
                    help="print each kernel's constants and assumptions")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the table as JSON (hroof.table/1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    scheduler_option(p)
     p.set_defaults(func=cmd_table)
 
 
 def run_table(args) -> dict:
     """Build the table document (schema ``hroof.table/1``) from parsed arguments."""
     from hroof.machine.model import load_machine
-    from hroof.roofline.table import (
-        KERNELS,
-        build_table,
-        finish_simulation,
-        fp64_peak,
-        get_table_kernel,
-        plan_simulation,
-    )
-    from hroof.studies.runs import simulate_kernel
+    from hroof.studies.table import table_doc
 
-    explicit = args.kernel is not None
-    names = list(args.kernel) if explicit else list(KERNELS)
-    for name in names:
-        get_table_kernel(name)  # unknown names first, with a suggestion
-    ns = list(args.n) if args.n else list(DEFAULT_NS)
     machine = load_machine(args.machine)
-    rows, notes = build_table(names, ns, nnz_per_row=args.nnz_per_row, machine=machine,
-                              strict=explicit)  # fmt: skip
-    sims: list = [None] * len(rows)
-    if args.simulate:
-        todo = []
-        for i, row in enumerate(rows):
-            stub, plan = plan_simulation(row, args.max_accesses)
-            sims[i] = stub
-            if plan is not None:
-                todo.append((i, stub, plan))
-        if any(r.kernel == "spmv" for r in rows) and args.nnz_per_row != 7:
-            notes.append(
-                "spmv not simulated: hroof simulates it on poisson3d, 7 nonzeros a row "
-                f"(--nnz-per-row is {args.nnz_per_row})"
-            )
-        total = sum(plan.accesses for _, _, plan in todo)
-        with Progress(total, enabled=False if args.quiet else None) as bar:
-            for i, stub, plan in todo:
-                result = simulate_kernel(plan, machine.hierarchy, progress=bar)
-                sims[i] = finish_simulation(stub, result)
-    mem = machine.memory_bandwidth
-    peak = fp64_peak(machine)
-    return {
-        "schema": "hroof.table/1",
-        "machine": {
-            "name": machine.name,
-            "peak_gflop_s": peak,
-            "precision": "fp64",
-            "memory_bandwidth_gb_s": mem,
-            "ridge_point": peak / mem if peak and mem else None,
-        },
-        "rows": [
-            {**row.to_dict(), "simulated": None if sim is None else sim.to_dict()}
-            for row, sim in zip(rows, sims, strict=True)
-        ],
-        "notes": notes,
-        "simulate": bool(args.simulate),
-        "explain": {n: KERNELS[n].doc for n in dict.fromkeys(r.kernel for r in rows)},
-    }
+    engine = None  # --simulate runs in this process unless a scheduler is named
+    if args.simulate and (args.scheduler or os.environ.get(SCHEDULER_ENV, "").strip()):
+        engine = open_engine(args)
+    with contextlib.ExitStack() as stack:
+        if engine is not None:
+            stack.enter_context(engine)
+        bar = stack.enter_context(Progress(None, enabled=False if args.quiet else None))
+        return table_doc(
+            list(args.kernel) if args.kernel is not None else None,
+            list(args.n) if args.n else list(DEFAULT_NS),
+            machine,
+            nnz_per_row=args.nnz_per_row,
+            simulate=args.simulate,
+            max_accesses=args.max_accesses,
+            progress=bar,
+            executor=engine,
+        )
 
 
 def _order(orders: dict | None) -> str:

@@ -120,7 +120,7 @@ def _read_index(d: Path) -> _Cache:
     return _Cache(d.name, level, kind, size, ways, line, sets)
 
 
-def _read_cpuinfo(path: Path) -> tuple[str | None, tuple[str, ...], list[str]]:
+def read_cpuinfo(path: Path) -> tuple[str | None, tuple[str, ...], list[str]]:
     """Model name and the roofline flags of the first processor in ``path``."""
     text = _read(path)
     if text is None:
@@ -209,7 +209,7 @@ def read_host(sysfs: str | Path = SYSFS_CACHE, cpuinfo: str | Path = CPUINFO) ->
     if not levels:
         why = "; ".join(notes) or "no data or unified caches"
         raise ConfigError(f"cannot detect the host's caches from {sysfs}: {why}")
-    model, flags, cpu_notes = _read_cpuinfo(Path(cpuinfo))
+    model, flags, cpu_notes = read_cpuinfo(Path(cpuinfo))
     notes += cpu_notes
     flag_text = ", ".join(flags) if flags else "no " + "/".join(ROOFLINE_FLAGS)
     name = f"host: {model or 'unknown CPU'} [{flag_text}]"
@@ -256,6 +256,72 @@ def detect_host(sysfs: str | Path = SYSFS_CACHE, cpuinfo: str | Path = CPUINFO) 
     return report.machine
 
 
+#: The command that measures this host (named in errors about its missing figures).
+MEASURE_COMMAND = "hroof machine measure --quick"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Which machine a command comparing runs on this host with a bound should use.
+
+    Attributes
+    ----------
+    machine : str
+        A name or path for :func:`~hroof.machine.model.load_machine`.
+    is_host : bool
+        Whether that is the measured host.
+    note : str
+        One line saying which machine and why; when it is a model of another CPU, a
+        warning that says how to measure this one.
+    """
+
+    machine: str
+    is_host: bool
+    note: str
+
+
+def comparison_machine(name: str | None = None) -> Comparison:
+    """The machine to compare native runs against: ``name`` if given, else the measured
+    host when ``hroof machine measure`` has written it, else the default model with a
+    warning (its bound is another CPU's).
+
+    Used by ``hroof run --predict`` and ``hroof sweep --measure``.
+    """
+    from hroof.machine.catalog import DEFAULT_MACHINE, HOST_MACHINE, host_machine_path
+
+    if name is not None:
+        is_host = name == HOST_MACHINE
+        return Comparison(name, is_host, f"compared against {name} (--machine)")
+    path = host_machine_path()
+    if path.is_file():
+        return Comparison(
+            HOST_MACHINE,
+            True,
+            f"compared against host: this machine's figures measured by 'hroof machine "
+            f"measure' ({path}); --machine NAME for another",
+        )
+    return Comparison(
+        DEFAULT_MACHINE,
+        False,
+        f"WARNING: no measured host ({path}): the bound is the {DEFAULT_MACHINE} model, "
+        f"another CPU, not this one; run '{MEASURE_COMMAND}' to measure this host (it is "
+        "then used by default)",
+    )
+
+
+def missing_host_figures_hint(machine) -> str:
+    """For a machine loaded from the measured host file: the sentence saying how to get
+    its missing figures (empty for any other machine)."""
+    from hroof.machine.catalog import is_measured_host
+
+    if not is_measured_host(machine):
+        return ""
+    return (
+        f"; run '{MEASURE_COMMAND}' again to measure them (a new measurement keeps "
+        "the figures it does not find)"
+    )
+
+
 def _toml_string(text: str) -> str:
     """A TOML basic string (JSON's escapes are TOML's for these characters)."""
     return json.dumps(text, ensure_ascii=False)
@@ -266,7 +332,7 @@ def host_toml(
     cpu_flags: Sequence[str] = (),
     notes: Sequence[str] = (),
 ) -> str:
-    """The machine TOML text (DESIGN.md, "Machine files") of a detected host.
+    """The machine TOML text (docs/architecture.md, "Machine files") of a detected host.
 
     Unknown figures are written as comments saying so, and that ``hroof machine
     measure`` measures them; the text loads back with
@@ -336,11 +402,15 @@ def host_toml(
 
 __all__ = [
     "CPUINFO",
+    "MEASURE_COMMAND",
     "ROOFLINE_FLAGS",
     "SYSFS_CACHE",
+    "Comparison",
     "HostReport",
+    "comparison_machine",
     "detect_host",
     "host_toml",
+    "missing_host_figures_hint",
     "parse_sysfs_size",
     "read_host",
 ]

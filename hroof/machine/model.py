@@ -2,7 +2,7 @@
 
 A machine is the hierarchy the simulator runs (``[[level]]`` tables), each
 level's bandwidth as seen by the core, memory's bandwidth, the compute peak
-and named compute ceilings below it (DESIGN.md, "Machine files"). Any figure
+and named compute ceilings below it (docs/architecture.md, "Machine files"). Any figure
 may be unknown (None): simulation needs none of them, and a roofline number
 that needs a missing one is None, or, when a command cannot do without it, an
 error naming the figure and the command.
@@ -18,7 +18,7 @@ from hroof._base.errors import ConfigError, suggest
 from hroof.cachesim.config import LEVEL_KEYS, HierarchyConfig, hierarchy_from_dict, read_toml
 from hroof.machine.catalog import bundled_machines, host_machine_path, machine_path
 
-#: The machine file's schema: the tables and keys it may have (DESIGN.md, docs/machines).
+#: The machine file's schema: the tables and keys it may have (docs/architecture.md).
 TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured"})
 MACHINE_KEYS = frozenset(
     {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
@@ -40,7 +40,7 @@ def _check_keys(table, allowed, where: str) -> None:
 
 
 #: Compute ceilings hroof knows by name, and the optimisation each stands for: the
-#: lecture's in-core ceilings (references/roofline-lecture.zh.txt: FMA, ILP, SIMD)
+#: lecture's in-core ceilings (the LBNL roofline lecture: FMA, ILP, SIMD)
 #: plus thread- and device-level parallelism.
 COMPUTE_CEILINGS = {
     "no FMA": "use fused multiply-add instructions (FMA)",
@@ -238,10 +238,13 @@ class Machine:
         lacking = [m for m in self.missing() if (m.endswith("bandwidth") and bandwidths)
                    or (m == "compute peak" and peak)]  # fmt: skip
         if lacking:
+            from hroof.machine.host import missing_host_figures_hint
+
             where = f" ({self.source})" if self.source else ""
             raise ConfigError(
                 f"machine {self.name}{where} has no {', '.join(lacking)}; {command} needs "
                 "them: add them to its machine file (see docs/roofline.md)"
+                + missing_host_figures_hint(self)
             )
 
 
@@ -349,7 +352,7 @@ def _optional_positive(table: dict, key: str, where: str, kind=float):
 
 
 def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
-    """A Machine from a parsed machine file (DESIGN.md format), every table validated."""
+    """A Machine from a parsed machine file (docs/architecture.md format), every table validated."""
     _check_keys(doc, TOP_KEYS, source)
     for table, keys in (("machine", MACHINE_KEYS), ("compute", COMPUTE_KEYS),
                         ("memory", MEMORY_KEYS)):  # fmt: skip

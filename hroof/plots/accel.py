@@ -17,14 +17,22 @@ from hroof.accel.device import Device
 from hroof.accel.gemm import GemmAnalysis
 from hroof.accel.mwp import MwpResult, Timeline
 from hroof.accel.network import NetworkAnalysis
-from hroof.plots.roofline import COLOURS, _figure
+from hroof.plots.figure import COLOURS, figure
 
 CLASS_STYLE = {
     "compute": ("#009E73", "o", "compute-bound"),
     "memory": ("#D55E00", "s", "memory-bound"),
     "latency": ("#CC79A7", "X", "latency-bound (< 4 blocks/SM)"),
 }
-TYPE_COLOURS = {"conv": "#0072B2", "pwconv": "#009E73", "dwconv": "#E69F00", "fc": "#D55E00"}
+TYPE_COLOURS = {
+    "conv": "#0072B2",
+    "pwconv": "#009E73",
+    "dwconv": "#E69F00",
+    "fc": "#D55E00",
+    "relu": "#CC79A7",
+    "bn": "#56B4E9",
+    "pool": "#999999",
+}
 
 
 def _xlim(ais: Sequence[float], dev: Device) -> tuple[float, float]:
@@ -36,7 +44,7 @@ def _xlim(ais: Sequence[float], dev: Device) -> tuple[float, float]:
     return lo, hi
 
 
-def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
+def _roofs(ax, dev: Device, xlim: tuple[float, float], unit: str = "FLOP") -> None:
     x = np.geomspace(*xlim, 256)
     n = len(dev.levels)
     for i, (name, bw) in enumerate(dev.levels):
@@ -50,7 +58,7 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
         ax.text(
             xl,
             yl,
-            f"{name} {bw:g} GB/s (ridge {ridge:.1f} FLOP/byte)",
+            f"{name} {bw:g} GB/s (ridge {ridge:.1f} {unit}/byte)",
             color=colour,
             fontsize=8,
             ha="left",
@@ -65,7 +73,7 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
     ax.text(
         xlim[1] / 1.15,
         dev.peak * 1.2,  # above the line: the points' labels hang below them
-        f"peak {dev.peak:g} GFLOP/s ({dev.dtype})",
+        f"peak {dev.peak:,.0f} G{unit}/s ({dev.dtype})",
         fontsize=8,
         ha="right",
         va="bottom",
@@ -75,8 +83,8 @@ def _roofs(ax, dev: Device, xlim: tuple[float, float]) -> None:
     ax.set_xlim(*xlim)
     low = min(bw for _, bw in dev.levels) * xlim[0]
     ax.set_ylim(low / 1.5, dev.peak * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("attainable performance (GFLOP/s)")
+    ax.set_xlabel(f"arithmetic intensity ({unit}/byte)")
+    ax.set_ylabel(f"attainable performance (G{unit}/s)")
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -86,7 +94,7 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
     ``MxNxK``."""
     if not analyses:
         raise ValueError("no GEMM shapes to plot")
-    fig = _figure(7.5, 5.0)
+    fig = figure(7.5, 5.0)
     ax = fig.add_subplot()
     xlim = _xlim([a.ai for a in analyses], dev)
     _roofs(ax, dev, xlim)
@@ -148,12 +156,21 @@ def gemm_figure(analyses: Sequence[GemmAnalysis], dev: Device, title: str | None
 
 def network_figure(na: NetworkAnalysis, dev: Device):
     """A network's layers on the device's roofline: one dot per counted layer (colour by
-    type, area by flops) at its AI and bound, and a star for the whole network."""
-    layers = [lb for lb in na.layers if lb.bound != "skipped"]
-    fig = _figure(7.5, 5.0)
+    type, area by flops) at its AI and bound, and a star for the whole network.
+
+    With ``na.count == "macs"`` the roofs use the halved peak ``na.peak`` and the axes
+    say op (a MAC counted once) instead of FLOP."""
+    import dataclasses
+
+    layers = [lb for lb in na.layers if lb.bound != "fused"]
+    dev = dataclasses.replace(dev, peak=na.peak)
+    fig = figure(7.5, 5.0)
     ax = fig.add_subplot()
     xlim = _xlim([lb.cost.ai for lb in layers] + [na.ai], dev)
-    _roofs(ax, dev, xlim)
+    # the memory roof's label runs along the diagonal from the left edge: start the axis
+    # far enough left of the lowest layer (unfused ReLUs sit at 0.12) that it ends first
+    xlim = (min(xlim[0], min(lb.cost.ai for lb in layers) / 80), xlim[1])
+    _roofs(ax, dev, xlim, na.unit)
     top = max(lb.cost.flops for lb in layers)
     seen = set()
     for lb in layers:
@@ -176,7 +193,7 @@ def network_figure(na: NetworkAnalysis, dev: Device):
         color="black",
         ms=16,
         ls="none",
-        label=f"{na.network}: {na.ai:.1f} FLOP/byte, {na.bound}-bound",
+        label=f"{na.network}: {na.ai:.1f} {na.unit}/byte, {na.bound}-bound",
     )
     ax.annotate(
         na.network,
@@ -186,9 +203,13 @@ def network_figure(na: NetworkAnalysis, dev: Device):
         fontsize=9,
         weight="bold",
     )
-    ax.legend(loc="lower right", fontsize=8, title="layers (area: flops)", title_fontsize=8)
+    ax.legend(loc="lower right", fontsize=8, title=f"layers (area: {na.unit}s)", title_fontsize=8)
+    how = f"{na.count}{'' if na.fused else ', unfused'}" + (
+        ", outputs only" if na.traffic == "outputs" else ""
+    )
     ax.set_title(
-        f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch})", fontsize=10
+        f"{na.network} per layer on {dev.name} ({dev.dtype}, batch {na.batch}; {how})",
+        fontsize=10,
     )
     return fig
 
@@ -197,7 +218,7 @@ def timeline_figure(t: Timeline, r: MwpResult | None = None):
     """The MWP/CWP replay as the article draws it: one row per warp, computation periods
     as white boxes, memory waiting periods as coloured ones, time in cycles."""
     n = len(t.compute)
-    fig = _figure(7.5, 0.6 + 0.32 * n)
+    fig = figure(7.5, 0.6 + 0.32 * n)
     ax = fig.add_subplot()
     for w in range(n):
         y = n - 1 - w

@@ -28,7 +28,8 @@ import numpy as np
 from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult
 from hroof.machine.model import Machine
-from hroof.plots.roofline import _colour, _figure
+from hroof.plots.figure import colour as level_colour
+from hroof.plots.figure import figure
 from hroof.roofline.energy import EnergyModel, energy_model, level_bytes, run_energy
 from hroof.studies.sweep import SweepPoint, Wall
 
@@ -141,7 +142,7 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> tuple[l
     curve = getattr(model, what)
     for i, name in _charged(model):
         lv = model.level(name)
-        ax.plot(x, curve(x, name), color=_colour(i, n), lw=1.6,
+        ax.plot(x, curve(x, name), color=level_colour(i, n), lw=1.6,
                 label=f"{name} ({lv.byte_pj:g} pJ/B, {lv.bandwidth:g} GB/s)")  # fmt: skip
     mem = model.memory.name
     labels = []
@@ -168,7 +169,7 @@ def _draw(ax, model: EnergyModel, runs, what: str, param: str | None) -> tuple[l
         for i, name in _charged(model):
             if name in ais:
                 xs.append(ais[name])
-                ax.plot(ais[name], curve(ais[name], name), "o", color=_colour(i, n), ms=7,
+                ax.plot(ais[name], curve(ais[name], name), "o", color=level_colour(i, n), ms=7,
                         mec="black", mew=0.6, zorder=4, label=f"_{name} AI")  # fmt: skip
         total = None if est is None else (est.gflop_per_j if what == "efficiency" else est.power_w)
         if total and len(xs) > 1:
@@ -207,7 +208,7 @@ def plot_efficiency(
     """
     model = _model(machine, "an energy-efficiency plot")
     if ax is None:
-        ax = _figure(9, 5).subplots()
+        ax = figure(9, 5).subplots()
     ceiling_labels, point_labels = _draw(ax, model, runs, "efficiency", param)
     top = model.max_efficiency
     ax.axhline(top, color="black", ls=":", lw=0.9)
@@ -235,7 +236,7 @@ def plot_power(
     """
     model = _model(machine, "a power plot")
     if ax is None:
-        ax = _figure(9, 5).subplots()
+        ax = figure(9, 5).subplots()
     ceiling_labels, point_labels = _draw(ax, model, runs, "power", param)
     ax.axhline(model.constant_w, color="black", ls=":", lw=0.9)
     ax.annotate(f"constant power {model.constant_w:g} W", (0.01, model.constant_w),
@@ -254,7 +255,7 @@ def plot_power(
 def plot_energy(result: SimResult, machine: Machine | EnergyModel, *, title: str | None = None):
     """One run: the efficiency arch and the power line side by side."""
     model = _model(machine, "an energy plot")
-    fig = _figure(16, 5.2)
+    fig = figure(16, 5.2)
     a, b = fig.subplots(1, 2)
     plot_efficiency(model, [result], ax=a)
     plot_power(model, [result], ax=b)
@@ -286,7 +287,7 @@ def plot_energy_breakdown(
                              "energy per flop needs them")  # fmt: skip
         ests.append(run_energy(p.result, model))
     if ax is None:
-        ax = _figure(8, 4.8).subplots()
+        ax = figure(8, 4.8).subplots()
     xs = np.arange(len(pts))
     bottom = np.zeros(len(pts))
     names = [part.name for part in ests[0].parts]
@@ -301,7 +302,7 @@ def plot_energy_breakdown(
             hatch = "//"
         else:
             i = model.level_names.index(name)
-            colour, label = _colour(i, n), f"{name} bytes ({model.level(name).byte_pj:g} pJ/B)"
+            colour, label = level_colour(i, n), f"{name} bytes ({model.level(name).byte_pj:g} pJ/B)"
         ax.bar(xs, vals, 0.7, bottom=bottom, color=colour, label=label, edgecolor="white",
                lw=0.4, hatch=hatch)  # fmt: skip
         bottom += vals

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from hroof._base.files import save_figure
 from hroof.cachesim.config import format_size
 from hroof.machine.measure.run import Measurement
-from hroof.plots.roofline import COLOURS, _figure
+from hroof.plots.figure import COLOURS, figure
 
 _KERNEL_COLOURS = {"read": COLOURS[0], "write": COLOURS[1], "copy": COLOURS[2], "triad": COLOURS[3]}
 
@@ -23,7 +23,7 @@ def plot_sweeps(m: Measurement, threads: int = 1, ax=None) -> Figure:
     vertical line.
     """
     if ax is None:
-        fig = _figure(9.0, 5.0)
+        fig = figure(9.0, 5.0)
         ax = fig.add_subplot()
     else:
         fig = ax.figure
@@ -84,6 +84,12 @@ def write_figures(m: Measurement, out: Path) -> list[Path]:
     return written
 
 
+def _spread(s) -> str:
+    if s is None:
+        return ""
+    return html.escape(f"{s.lo:.4g}..{s.hi:.4g}") + (" <b>!</b>" if s.wide else "")
+
+
 def report_html(m: Measurement, machine_text: str) -> str:
     """A self-contained page: the figures, the compute table, the plateaus and the TOML."""
     parts = [
@@ -94,19 +100,24 @@ def report_html(m: Measurement, machine_text: str) -> str:
         f"<h1>Measured ceilings: {html.escape(m.host.model or 'host')}</h1>",
         f"<p>{html.escape(m.date)}, preset <b>{m.settings.name}</b>, {m.threads} cores, "
         f"{m.elapsed_s:.0f} s. Best of {m.settings.trials} trials per figure.</p>",
-        "<h2>Compute (GFLOP/s)</h2><table><tr><th>precision</th><th>variant</th>"
-        "<th>1 thread</th><th>all cores</th><th>kernel</th></tr>",
+        "<h2>Compute (GFLOP/s)</h2><p>Each figure the best of its trials; "
+        "'trials': their range, <b>!</b> when the middle half spans more than 10 %.</p>"
+        "<table><tr><th>precision</th><th>variant</th>"
+        "<th>1 thread</th><th>trials</th><th>all cores</th><th>trials</th>"
+        "<th>kernel</th></tr>",
     ]
     for f in m.compute:
         if f.threads != 1:
             continue
         try:
-            allc = f"{m.figure(f.variant, f.precision, m.threads).gflops:.1f}"
+            a = m.figure(f.variant, f.precision, m.threads)
+            allc, alls = f"{a.gflops:.1f}", _spread(a.spread)
         except KeyError:
-            allc = "-"
+            allc, alls = "-", ""
         parts.append(
             f"<tr><td>{f.precision}</td><td>{html.escape(f.variant)}</td>"
-            f"<td>{f.gflops:.1f}</td><td>{allc}</td><td>{f.kernel}</td></tr>"
+            f"<td>{f.gflops:.1f}</td><td>{_spread(f.spread)}</td><td>{allc}</td>"
+            f"<td>{alls}</td><td>{f.kernel}</td></tr>"
         )
     parts.append(
         "</table><h2>Bandwidth plateaus (GB/s)</h2><table><tr><th>kernel</th>"
@@ -116,10 +127,20 @@ def report_html(m: Measurement, machine_text: str) -> str:
     )
     notes = []
     for s in m.sweeps:
-        cells = "".join(f"<td>{lf.gbs:.1f}</td>" if lf.gbs else "<td>-</td>" for lf in s.levels)
+        cells = "".join(
+            f"<td>{lf.gbs:.1f}<br><small>{_spread(lf.spread)}</small></td>"
+            if lf.gbs
+            else "<td>-</td>"
+            for lf in s.levels
+        )
         parts.append(f"<tr><td>{s.kernel}</td><td>{s.threads}</td>{cells}</tr>")
         notes += [f"{s.kernel}, {s.threads} thread(s), {lf.name}: {lf.note}" for lf in s.levels]
-    parts.append("</table><p>'-': no clear plateau (see the notes).</p>")
+    parts.append(
+        "</table><p>Each figure the median of its plateau on the best-of-trials curve; "
+        "below it the range of the trials' own medians over the plateau. "
+        "'-': no clear plateau (see the notes).</p>"
+    )
+    notes = list(m.notes) + notes
     for threads in sorted({1, m.threads}):
         buf = io.BytesIO()
         plot_sweeps(m, threads).savefig(buf, format="png", dpi=100)

@@ -1,7 +1,6 @@
 """The demo and sweep reports: a summary table, figures, and a self-contained HTML page.
 
-:func:`run_demo` simulates the 7-point stencil at a small and a large size on
-a machine, then sweeps it across the locality walls; :func:`write_report`
+:func:`write_report`
 turns any sweep (the demo's, or ``hroof sweep --out DIR``'s ``results.json``)
 into PNG and SVG figures plus ``report.html``, with the figures embedded, the
 tables, and a paragraph per figure saying what it shows.
@@ -12,30 +11,19 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
-from hroof.cachesim import SimResult
-from hroof.machine.model import Machine, load_machine
+from hroof.machine.model import Machine
 from hroof.roofline.analysis import roofline
-from hroof.roofline.layers import STENCILS, stencil_layer_conditions
 from hroof.studies.sweep import (
     SweepPoint,
     Wall,
-    expand_grid,
     find_walls,
-    run_sweep,
+    predicted_walls,
     varying,
 )
-
-DEMO_KERNEL = "stencil7"
-DEMO_SMALL = 16
-DEMO_LARGE = 256
-DEMO_SWEEP = "8..256:x2"
 
 _CAPTIONS = {
     "roofline": (
@@ -68,82 +56,6 @@ _CAPTIONS = {
         "set). The walls are where capacity traffic appears."
     ),
 }
-
-
-@dataclass(frozen=True)
-class Demo:
-    """What :func:`run_demo` made: the machine, the two runs, the sweep and its walls."""
-
-    machine: Machine
-    small: SimResult
-    large: SimResult
-    points: list[SweepPoint]
-    walls: list[Wall]
-    conditions: dict
-
-
-def run_demo(
-    machine: Machine | None = None, *, progress: Callable[[int], None] | None = None
-) -> Demo:
-    """The 7-point stencil small and large, then swept across the walls (cached)."""
-    from hroof.studies.runs import simulate_kernel
-
-    machine = machine or load_machine(None)
-    machine.require("hroof demo")
-    h = machine.hierarchy
-    small = simulate_kernel(DEMO_KERNEL, h, n=DEMO_SMALL)
-    large = simulate_kernel(DEMO_KERNEL, h, n=DEMO_LARGE)
-    grid = expand_grid(DEMO_KERNEL, {"n": DEMO_SWEEP})
-    points = run_sweep(DEMO_KERNEL, grid, h, progress=progress)
-    walls = find_walls(points, "n")
-    conditions = {c.level: c for c in stencil_layer_conditions({"n": 8}, h, safety=1.0)}
-    return Demo(machine, small, large, points, walls, conditions)
-
-
-def summary_table(demo: Demo) -> list[list[str]]:
-    """Rows: per level, AI small vs large, the binding level, the wall measured and predicted."""
-    rs, rl = roofline(demo.small, demo.machine), roofline(demo.large, demo.machine)
-    rows = [["level", f"AI n={DEMO_SMALL}", f"AI n={DEMO_LARGE}", "wall (swept)",
-             "layer condition: 3D holds up to n"]]  # fmt: skip
-    walls = {w.level: w for w in demo.walls}
-    for a, b in zip(rs.levels, rl.levels, strict=True):
-        w = walls.get(a.name)
-        cond = demo.conditions.get(a.name)
-        rows.append([
-            a.name,
-            f"{a.ai:.3f}" if a.ai else "-",
-            f"{b.ai:.3f}" if b.ai else "-",
-            f"between n={w.before} and n={w.after}" if w else "-",
-            str(cond.max_n.get("3D")) if cond and cond.max_n.get("3D") else "-",
-        ])  # fmt: skip
-    rows.append(["bound", f"{rs.bound:.3g} GFLOP/s ({rs.binding})",
-                 f"{rl.bound:.3g} GFLOP/s ({rl.binding})", "", ""])  # fmt: skip
-    return rows
-
-
-def format_rows(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)  # fmt: skip
-
-
-def predicted_walls(points: list[SweepPoint], machine: Machine, param: str) -> dict:
-    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
-    (the wall the model predicts); empty for anything else."""
-    kernel = points[0].result.source.get("kernel")
-    if param != "n" or kernel not in STENCILS:
-        return {}
-    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
-    conds = stencil_layer_conditions(
-        {**fixed, "n": points[0].params["n"]}, machine.hierarchy, kernel=kernel, safety=1.0
-    )
-    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
-    out = {}
-    for c in conds:
-        n3 = c.max_n.get("3D")
-        if n3 and lo <= n3 <= hi:
-            out[c.level] = n3
-    return out
 
 
 def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], param: str):
@@ -290,26 +202,3 @@ def _html(title, machine, points, walls, param, embedded, summary) -> str:
                   f"<img alt='{name}' src='data:image/png;base64,{data}'>"]  # fmt: skip
     parts.append("<p><small>Made by hroof.</small></p></body></html>")
     return "\n".join(parts)
-
-
-def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
-    """Read ``results.json`` of ``hroof sweep --out`` (or its directory)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    if not path.is_file():
-        raise HroofError(f"no sweep results at {path}")
-    try:
-        doc = json.loads(path.read_text())
-        if doc.get("schema") != "hroof.sweep/1":
-            raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
-        points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
-                             p.get("cached", False), p.get("measured"))
-                  for p in doc["points"]]  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        if isinstance(exc, HroofError):
-            raise
-        raise HroofError(f"{path} is not a readable sweep result: {exc}") from None
-    if not points:
-        raise HroofError(f"{path} holds no points")
-    return points, doc.get("machine", "")

@@ -8,7 +8,7 @@ axes carry units, every roof and ceiling is labelled on its line, and the
 legend names each level's trajectory, so a figure reads without a manual.
 
 Where the dots sit. A run's predicted performance is the hierarchical bound
-``min(peak, min over levels of AI_level x bandwidth_level)`` (DESIGN.md). In
+``min(peak, min over levels of AI_level x bandwidth_level)`` (docs/architecture.md). In
 the hierarchical roofline a run is one horizontal line of dots at that
 performance, one dot per level at that level's AI: as the problem grows and
 a level stops holding the data, that level's dot moves left. In the
@@ -23,37 +23,19 @@ from collections.abc import Sequence
 
 import matplotlib.ticker
 import numpy as np
-from matplotlib.figure import Figure
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import SimResult
 from hroof.machine.model import Machine
+from hroof.plots.figure import PART_COLOURS, figure
+from hroof.plots.figure import colour as level_colour
 from hroof.roofline.analysis import roofline
 from hroof.studies.sweep import SweepPoint, Wall
-
-#: One colour per level, L1 first, memory last (colour-blind-safe Okabe-Ito).
-COLOURS = ["#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
-PART_COLOURS = {
-    "compulsory": "#56B4E9",
-    "write_allocate": "#E69F00",
-    "capacity": "#D55E00",
-    "conflict": "#CC79A7",
-}
-
-
-def _figure(width: float, height: float) -> Figure:
-    """A figure outside pyplot: no global state, no backend switched, nothing to close;
-    ``fig.savefig`` writes PNG and SVG with matplotlib's own renderers."""
-    return Figure(figsize=(width, height), layout="constrained")
 
 
 def _levels(machine: Machine) -> list[tuple[str, float]]:
     machine.require("a roofline plot")
     return [(name, bw) for name, bw in machine.all_bandwidths()]
-
-
-def _colour(i: int, n: int) -> str:
-    return COLOURS[-1] if i == n - 1 else COLOURS[i % (len(COLOURS) - 1)]
 
 
 def level_ais(result: SimResult) -> list[tuple[str, float | None]]:
@@ -81,9 +63,9 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
     x = np.geomspace(*xlim, 200)
     for i, (name, bw) in enumerate(levels):
         y = np.minimum(bw * x, machine.peak)
-        ax.plot(x, y, color=_colour(i, len(levels)), lw=1.6, label=f"_{name} roof")
+        ax.plot(x, y, color=level_colour(i, len(levels)), lw=1.6, label=f"_{name} roof")
         xl = xlim[0] * 1.6
-        ax.text(xl, bw * xl * 1.12, f"{name} {bw:g} GB/s", color=_colour(i, len(levels)),
+        ax.text(xl, bw * xl * 1.12, f"{name} {bw:g} GB/s", color=level_colour(i, len(levels)),
                 fontsize=8, rotation=0, ha="left", va="bottom", bbox=_LABEL_BOX)  # fmt: skip
     ax.axhline(machine.peak, color="black", lw=1.8)
     ax.text(xlim[1] / 1.1, machine.peak * 1.05, f"peak {machine.peak:g} GFLOP/s",
@@ -103,7 +85,7 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
                 ha="right", va="bottom", fontsize=7, color="dimgrey", bbox=_LABEL_BOX)  # fmt: skip
     names = [name for name, _ in levels]
     for c in machine.bandwidth_ceilings:
-        colour = _colour(names.index(c.level), len(levels))
+        colour = level_colour(names.index(c.level), len(levels))
         y = np.minimum(c.value * x, machine.peak)
         ax.plot(x, y, color=colour, lw=1.0, ls="--", label=f"_{c.level} {c.name}")
         # labelled just under the line, each of a level's ceilings further right than the
@@ -116,7 +98,7 @@ def _draw_roofs(ax, machine: Machine, xlim: tuple[float, float]) -> None:
 
 def _axes(ax, title: str):
     if ax is None:
-        ax = _figure(7, 5).subplots()
+        ax = figure(7, 5).subplots()
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -208,7 +190,7 @@ def plot_hierarchical(
     for i, n in enumerate(names):
         xs, ys = track[n]
         if xs:
-            ax.plot(xs, ys, "o-" if len(xs) > 1 else "o", color=_colour(i, len(names)),
+            ax.plot(xs, ys, "o-" if len(xs) > 1 else "o", color=level_colour(i, len(names)),
                     ms=6, lw=1.0, label=f"{n} AI", zorder=3)  # fmt: skip
     ax.set_xlim(*xlim)
     ax.legend(loc="lower right", fontsize=8)
@@ -248,7 +230,7 @@ def plot_carm(
 
 def plot_side_by_side(points: Sequence[SweepPoint], machine: Machine, *, param: str | None = None):
     """The teaching figure: hierarchical (dots move left) and cache-aware (dots drop)."""
-    fig = _figure(13, 5.2)
+    fig = figure(13, 5.2)
     a, b = fig.subplots(1, 2, sharey=True)
     plot_hierarchical(points, machine, param=param, ax=a,
                       title="Hierarchical: each level's AI moves left as size grows")  # fmt: skip
@@ -271,13 +253,15 @@ def plot_ai_vs_size(
     level name -> size, e.g. from the stencil layer conditions; dashed, at the bottom)."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        ax = _figure(7, 4.5).subplots()
+        ax = figure(7, 4.5).subplots()
     fig = ax.figure
     names = [n for n, _ in level_ais(pts[0].result)]
     x = [p.params[param] for p in pts]
     for i, n in enumerate(names):
         y = [dict(level_ais(p.result))[n] for p in pts]
-        ax.plot(x, [v if v else np.nan for v in y], "o-", color=_colour(i, len(names)), label=n)
+        ax.plot(
+            x, [v if v else np.nan for v in y], "o-", color=level_colour(i, len(names)), label=n
+        )
     for w in walls:
         mid = (w.before * w.after) ** 0.5
         ax.axvline(mid, color="grey", ls=":", lw=1)
@@ -311,7 +295,7 @@ def plot_traffic(points: Sequence[SweepPoint], param: str, *, ax=None):
     capacity, conflict (bytes per flop), one group of bars per size."""
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        ax = _figure(8, 4.5).subplots()
+        ax = figure(8, 4.5).subplots()
     fig = ax.figure
     nlev = len(pts[0].result.levels)
     width = 0.8 / nlev
@@ -356,7 +340,7 @@ def plot_measured(points: Sequence[SweepPoint], machine: Machine, param: str, *,
     machine.require("a measured-against-predicted plot")
     pts = sorted(points, key=lambda p: p.params[param])
     if ax is None:
-        ax = _figure(7, 4.5).subplots()
+        ax = figure(7, 4.5).subplots()
     fig = ax.figure
     x = [p.params[param] for p in pts]
     bounds = [bound(p.result, machine) for p in pts]

@@ -2,14 +2,14 @@
 
 Units: bytes are bytes; bandwidths are GB/s (1e9 bytes/s) as seen by the core;
 compute is GFLOP/s (1e9 FLOP/s); arithmetic intensity (AI) is FLOP/byte, so
-``AI * bandwidth`` is GFLOP/s. Definitions follow DESIGN.md ("Bytes and AI per
+``AI * bandwidth`` is GFLOP/s. Definitions follow docs/architecture.md ("Bytes and AI per
 level", "Traffic partition"):
 
 * hierarchical roofline: each level's AI is flops / that level's bytes, and
   the bound is ``min(peak, min over levels of AI_level * BW_level)``;
 * cache-aware roofline (CARM, Ilic et al. 2014): one AI, flops / L1 bytes,
   against every level's bandwidth;
-* locality walls (references/roofline-lecture.zh.txt): per cache level, the AIs
+* locality walls (the LBNL roofline lecture): per cache level, the AIs
   of the traffic below it counting compulsory misses only, then + write
   allocates, + capacity misses, + conflict misses (the total).
 
@@ -27,7 +27,7 @@ from hroof._base.errors import ConfigError, HroofError
 from hroof.cachesim.result import SimResult
 from hroof.machine.model import Machine
 
-#: The five regions of a measured point (references/roofline-intro.zh.txt).
+#: The five regions of a measured point (the roofline introduction (after Williams et al. 2009)).
 REGIONS = (
     "unattainable",
     "memory-bound",
@@ -337,7 +337,7 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
 def region(ai: float, performance: float, machine: Machine, level: str | None = None) -> str:
     """Which of the five roofline regions a *measured* point lies in.
 
-    The regions are those of references/roofline-intro.zh.txt (the DRAM
+    The regions are those of the roofline introduction (after Williams et al. 2009) (the DRAM
     roofline figure, "5 个区域"): above the roof or left of the bandwidth line
     is unattainable; left of the machine balance (the ridge point) and at 50 %
     or more of the bandwidth roof is a well-performing memory-bound code; right

@@ -4,7 +4,7 @@ The model is Choi, Bedard, Fowler and Vuduc, "A roofline model of energy"
 (IPDPS 2013; the longer form is Choi and Vuduc, Georgia Tech technical report
 GT-CSE-2012-01), extended from one memory to every level hroof simulates, as
 the hierarchical roofline extends the time roofline. A run of ``W`` flops that
-moves ``Q_l`` bytes at each level ``l`` (DESIGN.md, "Bytes and AI per level")
+moves ``Q_l`` bytes at each level ``l`` (docs/architecture.md, "Bytes and AI per level")
 takes, at best, the roofline time
 
     T = max(W / peak, max over levels of Q_l / bandwidth_l)        (seconds)
@@ -43,7 +43,7 @@ Against one level's arithmetic intensity ``I = W / Q`` (FLOP/byte), with
   is bandwidth-bound and falls once it is compute-bound, so it peaks at the time
   ridge ``B_tau`` (Choi et al., section "What the basic model implies about
   power"). Without ``pi0`` this is Ghane et al.'s ``P = W/t * (eps_flop + Q/W *
-  eps_mem) = W/t * E_W`` (references/energy-roofline.zh.txt).
+  eps_mem) = W/t * E_W`` (the energy-roofline article (after Choi et al. 2013)).
 
 A *ceiling* of the machine file replaces a roof by a lower one: a compute
 ceiling ("no FMA", "scalar", ...) the peak (:meth:`EnergyModel.with_peak`), so
@@ -624,7 +624,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
 
 
 def level_bytes(result: SimResult) -> dict[str, int]:
-    """Bytes of every cache level and of memory (DESIGN.md, "Bytes and AI per level")."""
+    """Bytes of every cache level and of memory (docs/architecture.md, "Bytes and AI per level")."""
     out = {lv.name: lv.bytes for lv in result.levels}
     out[result.memory.name] = result.memory.bytes
     return out
@@ -663,9 +663,35 @@ __all__ = [
     "EnergyModel",
     "EnergyPart",
     "LevelCost",
+    "energy_doc",
     "energy_model",
+    "energy_sweep_doc",
     "level_bytes",
     "missing_energy",
     "precision_mismatch",
     "run_energy",
 ]
+
+
+def energy_doc(result, model, estimate) -> dict:
+    """The ``hroof.energy/1`` document of one run: the model, the result, the estimate."""
+    return {
+        "schema": "hroof.energy/1",
+        "model": model.to_dict(),
+        "result": result.to_dict(),
+        "energy": estimate.to_dict(),
+    }
+
+
+def energy_sweep_doc(points, model, estimates) -> dict:
+    """The ``hroof.energy-sweep/1`` document: each point's parameters, footprint, result
+    and energy estimate (``points`` are :class:`hroof.studies.sweep.SweepPoint` s)."""
+    return {
+        "schema": "hroof.energy-sweep/1",
+        "model": model.to_dict(),
+        "points": [
+            {"params": dict(p.params), "footprint": p.footprint,
+             "result": p.result.to_dict(), "energy": e.to_dict()}
+            for p, e in zip(points, estimates, strict=True)
+        ],
+    }  # fmt: skip

@@ -1,6 +1,6 @@
 """What to optimise next: the ceilings a kernel can still break through at its AI.
 
-The lecture notes (references/roofline-lecture.zh.txt, "通用优化指南") name three
+The lecture notes (the LBNL roofline lecture, "通用优化指南") name three
 ways to raise performance: maximise in-core performance (FMA, SIMD, ILP: the
 compute ceilings), maximise memory bandwidth (NUMA-aware placement, software
 prefetch: the bandwidth ceilings), and minimise data movement (raise the

@@ -1,6 +1,6 @@
 """The analytic kernel table: flops, compulsory bytes and ideal AI as functions of N.
 
-The lecture (references/roofline-lecture.zh.txt, "机器平衡和运算强度", the table
+The lecture (the LBNL roofline lecture, "机器平衡和运算强度", the table
 "Operation / Flop's / Data / AI (ideal)") gives the orders only::
 
     DAXPY   O(N)        O(N)    O(1)
@@ -41,6 +41,8 @@ from hroof.machine.model import Machine
 MAX_COUNT = 2**63 - 1
 #: Nonzeros per row of the CG/SpMV operator by default: the 7-point stencil.
 DEFAULT_NNZ_PER_ROW = 7
+#: Most accesses one simulated row may take with ``--simulate`` (``--max-accesses``).
+DEFAULT_MAX_ACCESSES = 10_000_000
 #: Bytes of a double, of a double complex, of an index.
 _D, _Z, _I = 8, 16, 4
 

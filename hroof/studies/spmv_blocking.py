@@ -1,6 +1,6 @@
 """Register blocking of SpMV: CSR against r x c block CSR on one matrix, level by level.
 
-Register blocking (references/roofline-lecture.zh.txt, "Roofline model for SpMV
+Register blocking (the LBNL roofline lecture, "Roofline model for SpMV
 (矩阵压缩)": "寄存器阻塞优化技术 ... 添加非零元素, 来重新组织矩阵 ... 提高 flop:byte
 比率 ... 但可能会增加额外的内存流量") stores the matrix in small dense ``r x c``
 blocks with one column index per block. The index bytes per nonzero fall by
@@ -9,8 +9,8 @@ AI rises; but every block is stored whole, so the explicit zeros (the fill
 ratio, stored entries / true nonzeros) add value bytes. :func:`run_blocking`
 simulates the ``spmv`` kernel in CSR and in each block size on one machine;
 every AI counts the *useful* flops (2 per true nonzero), so the points compare
-at equal work. :func:`plot_blocking` draws each level's AI and traffic against
-the block size with the fill ratio, which shows when blocking pays (AI up,
+at equal work. :func:`hroof.plots.spmv_blocking.plot_blocking` draws each level's
+AI and traffic against the block size with the fill ratio, which shows when blocking pays (AI up,
 traffic down) and when the explicit zeros eat the gain.
 
 The ideal AI of a point is its flops over its footprint (every byte it touches
@@ -23,8 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult
@@ -158,6 +156,7 @@ def run_blocking(
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
     plans: Sequence[Plan] | None = None,
+    executor=None,
 ) -> list[BlockingPoint]:
     """Simulate SpMV on one matrix in CSR and in each ``r x c`` block size.
 
@@ -173,7 +172,7 @@ def run_blocking(
         The caches (default: the default machine's).
     csr : bool
         Also simulate plain CSR (first).
-    classify, workers, use_cache, progress
+    classify, workers, use_cache, progress, executor
         As for :func:`hroof.studies.sweep.run_sweep` (results are cached the
         same way; ``progress`` is called with 1 per point).
     plans : sequence of Plan, optional
@@ -200,7 +199,8 @@ def run_blocking(
     if plans is None:
         plans = plan_blocking(matrix, blocks, csr=csr)  # every error before any simulation
     points = run_sweep("spmv", [p.params for p in plans], hierarchy, classify=classify,
-                       workers=workers, use_cache=use_cache, progress=progress)  # fmt: skip
+                       workers=workers, use_cache=use_cache, progress=progress,
+                       executor=executor)  # fmt: skip
     out = []
     for plan, pt in zip(plans, points, strict=True):
         prm = plan.params
@@ -218,78 +218,6 @@ def blocking_doc(points: Sequence[BlockingPoint], machine: Machine | None) -> di
         "matrix": matrix,
         "points": [p.to_dict(machine) for p in points],
     }
-
-
-def _names(points: Sequence[BlockingPoint]) -> list[str]:
-    r = points[0].result
-    return [lv.name for lv in r.levels] + [r.memory.name]
-
-
-def _level_bytes(result: SimResult) -> list[int]:
-    return [lv.bytes for lv in result.levels] + [result.memory.bytes]
-
-
-def plot_blocking(points: Sequence[BlockingPoint], *, title: str | None = None):
-    """Two panels against the storage (CSR, then each block size): each level's AI
-    (FLOP/byte, useful flops) with the ideal AI and the fill ratio on a second axis;
-    and each level's bytes per useful flop. Returns the figure."""
-    from hroof.plots.roofline import _colour, _figure
-
-    if not points:
-        raise HroofError("no points to plot")
-    fig = _figure(11, 4.6)
-    ax_ai, ax_tr = fig.subplots(1, 2)
-    names = _names(points)
-    x = np.arange(len(points))
-    labels = [p.label for p in points]
-    all_ais: list[list[float]] = []
-    for i, name in enumerate(names):
-        ais = []
-        for p in points:
-            f = p.result.flops
-            b = _level_bytes(p.result)[i]
-            ais.append(f / b if f and b else np.nan)
-        all_ais.append(ais)
-        ax_ai.plot(x, ais, "o-", color=_colour(i, len(names)), label=f"{name} AI")
-    ideal = [p.ideal_ai if p.ideal_ai else np.nan for p in points]
-    ax_ai.plot(x, ideal, "k:", marker="x", label="ideal (footprint once)")
-    top = np.nanmax([*ideal, *[np.nanmax(a) for a in all_ais]])
-    ax_ai.set_ylim(0, top * 1.15)
-    ax_ai.set_xticks(x, labels)
-    ax_ai.set_xlabel("storage (block size r x c)")
-    ax_ai.set_ylabel("arithmetic intensity (FLOP/byte, useful flops)")
-    ax_ai.grid(True, alpha=0.3)
-    fill = ax_ai.twinx()
-    fill.plot(x, [p.fill_ratio for p in points], "s--", color="grey", label="fill ratio")
-    for xi, p in zip(x, points, strict=True):
-        fill.annotate(f"{p.fill_ratio:.2f}", (xi, p.fill_ratio), xytext=(0, 5),
-                      textcoords="offset points", ha="center", fontsize=7,
-                      color="dimgrey")  # fmt: skip
-    fill.set_ylabel("fill ratio (stored entries / nonzeros)")
-    fill.set_ylim(bottom=0, top=max(p.fill_ratio for p in points) * 1.6)
-    lines = ax_ai.get_legend_handles_labels()
-    more = fill.get_legend_handles_labels()
-    ax_ai.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper center",
-                 bbox_to_anchor=(0.5, -0.16), ncol=3)  # fmt: skip
-    ax_ai.set_title("AI of each level: blocking pays where it rises")
-
-    width = 0.8 / len(names)
-    for i, name in enumerate(names):
-        vals = []
-        for p in points:
-            f = p.result.flops
-            vals.append(_level_bytes(p.result)[i] / f if f else 0.0)
-        ax_tr.bar(x + (i - (len(names) - 1) / 2) * width, vals, width * 0.95,
-                  color=_colour(i, len(names)), label=name)  # fmt: skip
-    ax_tr.set_xticks(x, labels)
-    ax_tr.set_xlabel("storage (block size r x c)")
-    ax_tr.set_ylabel("bytes moved per useful flop (bytes/FLOP)")
-    ax_tr.set_title("Traffic of each level")
-    ax_tr.grid(True, axis="y", alpha=0.3)
-    ax_tr.legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
 
 
 def matrix_title(points: Sequence[BlockingPoint]) -> str:

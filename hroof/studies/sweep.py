@@ -12,19 +12,20 @@ Value lists (:func:`parse_values`): ``16,24,32``; ``16..512:x2`` (doubling);
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hroof
 from hroof._base.errors import HroofError
+from hroof._base.units import parse_range
 from hroof.cachesim import HierarchyConfig, SimResult
+from hroof.machine.model import Machine
+from hroof.roofline.layers import STENCILS, stencil_layer_conditions
+from hroof.studies.cache import ResultCache, cache_key
+from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import get_kernel
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
@@ -46,36 +47,7 @@ def parse_values(text: str) -> list[str]:
             if part:
                 out.append(part)
             continue
-        lo_text, _, rest = part.partition("..")
-        hi_text, _, step = rest.partition(":")
-        try:
-            lo, hi = int(lo_text), int(hi_text)
-        except ValueError:
-            raise HroofError(f"range {part!r} needs integer ends, e.g. 16..512:x2") from None
-        if hi < lo:
-            raise HroofError(f"range {part!r} runs backwards")
-        values = []
-        if step.startswith("x"):
-            try:
-                factor = float(step[1:])
-            except ValueError:
-                factor = 0.0
-            if factor <= 1 or lo < 1:
-                raise HroofError(f"range {part!r}: a factor step needs xF with F > 1, from >= 1")
-            v = float(lo)
-            while round(v) <= hi:
-                if not values or round(v) != values[-1]:
-                    values.append(round(v))
-                v *= factor
-        else:
-            inc_text = step[1:] if step.startswith("+") else (step or "1")
-            try:
-                inc = int(inc_text)
-            except ValueError:
-                inc = 0
-            if inc < 1:
-                raise HroofError(f"range {part!r}: write the step as +N (N >= 1) or xF")
-            values = list(range(lo, hi + 1, inc))
+        values = parse_range(part, "range", limit=MAX_POINTS)
         out.extend(str(v) for v in values)
         if len(out) > MAX_POINTS:
             raise HroofError(f"range {part!r} has more than {MAX_POINTS} values")
@@ -129,31 +101,9 @@ class SweepPoint:
         return d
 
 
-def cache_dir() -> Path:
-    """Where sweep results are kept: ``$HROOF_CACHE_DIR``, else ``$XDG_CACHE_HOME/hroof``
-    (default ``~/.cache/hroof``), subfolder ``results``."""
-    if os.environ.get("HROOF_CACHE_DIR"):
-        return Path(os.environ["HROOF_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hroof" / "results"
-
-
-def cache_key(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict) -> str:
-    """A hash of everything a result depends on (not the machine's name or bandwidths)."""
-    geometry = [[lv.name, lv.size, lv.ways, lv.line, lv.write_allocate] for lv in hierarchy.levels]
-    blob = json.dumps(
-        {"kernel": kernel, "params": params, "levels": geometry, "memory": hierarchy.memory_name,
-         "options": options, "version": hroof.__version__},
-        sort_keys=True,
-    )  # fmt: skip
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
-def _simulate_point(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict):
-    """Worker: one point, returned as a plain dict (cheap to send between processes)."""
-    from hroof.studies.runs import simulate_kernel
-
-    return simulate_kernel(kernel, hierarchy, **options, **params).to_dict()
+def point_label(kernel: str, params: dict) -> str:
+    """A point by name: ``stencil7 n=64 radius=1``."""
+    return " ".join([kernel, *(f"{k}={v}" for k, v in params.items())])
 
 
 def run_sweep(
@@ -166,59 +116,52 @@ def run_sweep(
     workers: int | None = None,
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
     sample_sets: int = 1,
 ) -> list[SweepPoint]:
     """Simulate ``kernel`` at every point (a dict of parameter values, text or typed).
 
-    Points run in ``workers`` processes (default: one per core, at most the
-    number of points) and come back in the order given. ``progress`` is
-    called with 1 after each point. ``sample_sets=K`` simulates each point on
-    1/K of the sets (:mod:`hroof.cachesim.sampling`).
+    Points run on ``executor`` (:mod:`hroof.studies.executor`; default: a pool of
+    ``workers`` local processes, one per core, at most the number of points) and
+    come back in the order given. ``progress`` is called with 1 after each point.
+    Only this process reads and writes the result cache. ``sample_sets=K``
+    simulates each point on 1/K of the sets (:mod:`hroof.cachesim.sampling`).
+
+    Raises
+    ------
+    PointsFailed
+        Some points failed where they ran; every other point finished and is cached.
     """
     k = get_kernel(kernel)
     plans = [k.bind(**p) for p in points]  # validates every point before any runs
     options = {"classify": classify, "flush": flush}
     if sample_sets != 1:  # (unsampled runs keep their cache keys)
         options["sample_sets"] = sample_sets
-    store = cache_dir() if use_cache else None
+    store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)
     todo = []
     for i, plan in enumerate(plans):
         key = cache_key(kernel, plan.params, hierarchy, options)
-        path = store / f"{key}.json" if store else None
-        if path is not None and path.is_file():
-            try:
-                results[i] = SimResult.from_dict(json.loads(path.read_text()))
-                cached[i] = True
-                if progress:
-                    progress(1)
-                continue
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # an unreadable cache entry is simulated again
-        todo.append((i, plan, path))
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = max(1, min(workers, len(todo)))
-
-    def done(i, path, d):
-        results[i] = SimResult.from_dict(d)
-        if path is not None:
-            _write_cache(path, d)
-        if progress:
-            progress(1)
-
-    if workers == 1:
-        for i, plan, path in todo:
-            done(i, path, _simulate_point(kernel, plan.params, hierarchy, options))
-    elif todo:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                (i, path, pool.submit(_simulate_point, kernel, plan.params, hierarchy, options))
-                for i, plan, path in todo
-            ]
-            for i, path, fut in futures:
-                done(i, path, fut.result())
+        hit = store.get(key, hierarchy.name)
+        if hit is not None:
+            results[i], cached[i] = hit, True
+            if progress:
+                progress(1)
+            continue
+        todo.append((i, plan, key))
+    engine = executor if executor is not None else LocalPool(workers)
+    argsets = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
+    failed = []
+    for out in track(engine, simulate_point, argsets, progress):
+        i, plan, key = todo[out.index]
+        if out.ok:
+            results[i] = SimResult.from_dict(out.value)
+            store.put(key, out.value)
+        else:
+            failed.append((point_label(kernel, plan.params), out.error))
+    if failed:
+        raise PointsFailed(failed, len(plans))
     return [
         SweepPoint(plan.params, plan.footprint, res, c)
         for plan, res, c in zip(plans, results, cached, strict=True)
@@ -261,17 +204,6 @@ def measure_points(
         if progress:
             progress(1)
     return out
-
-
-def _write_cache(path: Path, d: dict) -> None:
-    """Write a cache entry atomically; a cache that cannot be written is only a lost speed-up."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(d))
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def varying(points: list[SweepPoint]) -> list[str]:
@@ -343,3 +275,50 @@ def find_walls(points: list[SweepPoint], param: str, *, jump: float = 1.25) -> l
                 )  # fmt: skip
         prev = cur
     return walls
+
+
+def load_sweep(path: Path) -> tuple[list[SweepPoint], str]:
+    """Read ``results.json`` of ``hroof sweep --out`` (or its directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise HroofError(f"no sweep results at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != "hroof.sweep/1":
+            raise HroofError(f"{path} is not a sweep (schema {doc.get('schema')!r})")
+        points = [SweepPoint(p["params"], p["footprint"], SimResult.from_dict(p["result"]),
+                             p.get("cached", False), p.get("measured"))
+                  for p in doc["points"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, HroofError):
+            raise
+        raise HroofError(f"{path} is not a readable sweep result: {exc}") from None
+    if not points:
+        raise HroofError(f"{path} holds no points")
+    return points, doc.get("machine", "")
+
+
+def predicted_walls(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> dict:
+    """For a stencil swept over ``n``: level -> the largest n its 3D layer condition allows
+    (the wall the model predicts); empty for anything else."""
+    kernel = points[0].result.source.get("kernel")
+    if param != "n" or kernel not in STENCILS:
+        return {}
+    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
+    conds = stencil_layer_conditions(
+        {**fixed, "n": points[0].params["n"]},
+        getattr(machine, "hierarchy", machine),
+        kernel=kernel,
+        safety=1.0,
+    )
+    lo, hi = min(p.params["n"] for p in points), max(p.params["n"] for p in points)
+    out = {}
+    for c in conds:
+        n3 = c.max_n.get("3D")
+        if n3 and lo <= n3 <= hi:
+            out[c.level] = n3
+    return out

@@ -12,7 +12,7 @@ registry, not with this package, so that reading a trace file or ``hroof
 A trace is a stream of core accesses handed out in chunks of three flat arrays,
 ``addr`` (uint64, byte address), ``size`` (uint32, bytes) and ``kind`` (uint8:
 0 load, 1 store, 2 non-temporal store). :mod:`hroof.traces.io` reads and writes
-the file formats of ``DESIGN.md`` ("Trace files"): npz, Dinero din and valgrind
+the file formats of ``docs/architecture.md`` ("Trace files"): npz, Dinero din and valgrind
 lackey.
 """
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 from numba import njit
 
 from hroof._base.errors import HroofError
+from hroof._base.jit import GEN
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -72,7 +73,7 @@ ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
 
 
 # --------------------------------------------------------------------------- dgemv
-@njit(cache=True, nogil=True)
+@njit(**GEN)
 def _dgemv_gen(pos, stop, addr, size, kind, args):
     """Whole ``(i, j)`` iterations of DGEMV: load A[i][j], load x[j]; after the last
     ``j`` of row ``i``, store y[i]."""
@@ -123,7 +124,7 @@ def _dgemv_plan(p: dict) -> Plan:
 
 
 # --------------------------------------------------------------------------- gemm
-@njit(cache=True, nogil=True)
+@njit(**GEN)
 def _gemm_gen(pos, stop, addr, size, kind, args):
     """Whole innermost iterations of a (tiled) GEMM loop nest in any order.
 

@@ -3,7 +3,7 @@
 A trace is a stream of core accesses, handed out in chunks of three flat arrays
 (see :class:`TraceChunk`): ``addr`` (uint64, byte address), ``size`` (uint32,
 bytes) and ``kind`` (uint8: 0 load, 1 store, 2 non-temporal store). The file
-formats are fixed in ``DESIGN.md`` ("Trace files"):
+formats are fixed in ``docs/architecture.md`` ("Trace files"):
 
 ``npz``
     arrays ``addr``, ``size`` and ``kind`` of equal length, as written by

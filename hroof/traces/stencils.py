@@ -61,6 +61,7 @@ import numpy as np
 from numba import njit
 
 from hroof._base.errors import HroofError
+from hroof._base.jit import GEN
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -72,7 +73,7 @@ from hroof.traces.kernels import (
 )
 
 
-@njit(cache=True, nogil=True)
+@njit(**GEN)
 def _stencil_gen(pos, stop, addr, size, kind, args):
     """Whole points of a (blocked) stencil sweep: the loads of ``old``, then the store.
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hroof._base.jit import GEN
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -34,7 +35,7 @@ from hroof.traces.kernels import (
 )
 
 
-@njit(cache=True, nogil=True)
+@njit(**GEN)
 def _stream_gen(pos, stop, addr, size, kind, args):
     """Whole elements of a STREAM-like loop: the loads, then the store."""
     loads, store, elem, store_kind = args

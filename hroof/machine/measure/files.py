@@ -30,21 +30,16 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from hroof._base.errors import ConfigError
-from hroof.cachesim.config import format_size
+from hroof._base.toml import load_toml
+from hroof._base.units import format_size
 from hroof.machine.measure.run import Measurement
 from hroof.machine.model import COMPUTE_CEILINGS, PRECISIONS, Machine, machine_from_dict
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: The bandwidth kernel whose single-core plateaus become the level bandwidths.
 DEFAULT_BANDWIDTH_KERNEL = "read"
@@ -179,7 +174,7 @@ def machine_toml(
 
 def check_loads(text: str, source: str) -> Machine:
     """Parse machine TOML text and validate it as ``load_machine`` would."""
-    return machine_from_dict(tomllib.loads(text), source=source)
+    return machine_from_dict(load_toml(text), source=source)
 
 
 def order_ceilings(
@@ -215,9 +210,10 @@ def measurement_figures(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) 
 
     def comp(variant: str, prec: str) -> Figure:
         f = m.figure(variant, prec, 1)
+        spread = f"; {f.spread.text('GFLOP/s')}" if f.spread else ""
         return Figure(
             round(f.gflops, 3),
-            f"measured {day}: {f.kernel} kernel, 1 thread, best of {s.trials} ({s.name})",
+            f"measured {day}: {f.kernel} kernel, 1 thread, best of {s.trials} ({s.name}){spread}",
         )
 
     peak = comp("fma", "fp64")
@@ -239,13 +235,25 @@ def measured_table(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> di
     """The ``[measured]`` table of a measurement."""
     s = m.settings
     compute = {}
+    compute_spread = {}
     for f in m.compute:
         compute[f"{f.precision} {f.variant}, {_threads(f.threads)}"] = round(f.gflops, 3)
+        if f.spread:
+            compute_spread[f"{f.precision} {f.variant}, {_threads(f.threads)}"] = (
+                f"{f.spread.lo:.4g}..{f.spread.hi:.4g}" + (" (too wide)" if f.spread.wide else "")
+            )
     bandwidth = {}
+    bandwidth_spread = {}
     plateaus = {}
     for sw in m.sweeps:
         key = f"{sw.kernel}, {_threads(sw.threads)}"
         bandwidth[key] = {lf.name: round(lf.gbs, 3) for lf in sw.levels if lf.gbs is not None}
+        bandwidth_spread[key] = {
+            lf.name: f"{lf.spread.lo:.4g}..{lf.spread.hi:.4g}"
+            + (" (too wide)" if lf.spread.wide else "")
+            for lf in sw.levels
+            if lf.spread is not None
+        }
         plateaus[key] = [
             f"{p.gbs:.4g} GB/s over {format_size(p.lo_bytes)}..{format_size(p.hi_bytes)}"
             f" ({p.points} points)"
@@ -268,9 +276,10 @@ def measured_table(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> di
             f"copy, triad over working sets {format_size(s.min_bytes)} up to {s.llc_multiple:g}x "
             f"the last-level cache, {s.per_octave} points per octave, STREAM byte counting "
             "(no write-allocate bytes); each figure the best of "
-            f"{s.trials} trials of at least {s.target_s * 1e3:g} ms; plateaus: runs within "
-            "10% of their median drifting at most 10% per doubling, merged unless a factor "
-            "1.25 apart, matched to the level whose working-set range they overlap most"
+            f"{s.trials} trials of at least {s.target_s * 1e3:g} ms (trials: the range over "
+            "them); plateaus: each level searched only among working sets from 1.5x the "
+            "previous capacity to 0.8x its own (memory: from 2x the last cache), the longest "
+            "range within 15% of its median (memory 25%) drifting at most 10% per doubling"
         ),
         "preset": s.name,
         "bandwidth_kernel": kernel,
@@ -282,13 +291,25 @@ def measured_table(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> di
         "versions": dict(m.versions),
         "notes": notes,
         "compute_gflops": compute,
+        "compute_trials_gflops": compute_spread,
         "bandwidth_gbs": bandwidth,
+        "bandwidth_trials_gbs": bandwidth_spread,
         "plateaus": plateaus,
     }
 
 
 def measurement_toml(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> str:
-    """The machine TOML of a measurement (validated: it loads with ``load_machine``)."""
+    """The machine TOML of a measurement alone (validated: it loads with ``load_machine``);
+    :func:`host_file` merges it with the previous host file."""
+    return _measurement_toml(m, kernel, None)[0]
+
+
+def _measurement_toml(
+    m: Measurement, kernel: str, previous: Machine | None
+) -> tuple[str, list[str]]:
+    figs, dates, changes = merge_previous(measurement_figures(m, kernel), m.date, previous)
+    table = measured_table(m, kernel)
+    table["figure_dates"] = dates
     header = [
         f"Measured by `hroof machine measure` ({m.settings.name}) on {m.date}.",
         f"CPU: {m.host.model or 'unknown'}; cache geometry from {m.host.machine.source}.",
@@ -299,15 +320,107 @@ def measurement_toml(m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL) -> 
         "These are one run's figures on this host (best of several trials), not datasheet values.",
     ]
     header += [f"note: {n}" for n in m.host.notes]
-    text = machine_toml(
-        m.host.machine,
-        measurement_figures(m, kernel),
-        header=header,
-        cores=1,
-        measured=measured_table(m, kernel),
-    )
+    if any(d != m.date[:10] for d in dates.values()):
+        header.append("Figures kept from an earlier measurement say so in their comment.")
+    text = machine_toml(m.host.machine, figs, header=header, cores=1, measured=table)
     check_loads(text, "<measured host>")
-    return text
+    return text, changes
+
+
+def _date_of(previous: Machine) -> str:
+    return str(previous.measured.get("date", "an earlier run"))[:10]
+
+
+def merge_previous(
+    figs: Figures, date: str, previous: Machine | None
+) -> tuple[Figures, dict[str, str], list[str]]:
+    """Keep the previous host file's figures where this measurement found none.
+
+    A new measurement replaces a figure only where it found one: a level whose plateau
+    it lost keeps the previous bandwidth, commented with the date it was measured, and
+    is unknown only when the previous file had none either. The previous file counts
+    only when it describes the same cache levels (names and sizes).
+
+    Parameters
+    ----------
+    figs : Figures
+        This measurement's figures (:func:`measurement_figures`).
+    date : str
+        This measurement's date (ISO 8601).
+    previous : Machine or None
+        The host file as it was (None: there was none, or ``--replace``).
+
+    Returns
+    -------
+    (Figures, dict, list of str)
+        The figures to write; each figure's date (``figure -> date``, for
+        ``[measured.figure_dates]``); what changed against the previous file, one line
+        per figure, for the summary.
+    """
+    day = date[:10]
+    names = [*figs.bandwidths]
+    dates = {n: day for n, f in figs.bandwidths.items() if f.value is not None}
+    dates["peak"] = day
+    if previous is None:
+        return figs, dates, []
+    old_dates = previous.measured.get("figure_dates", {})
+    if not isinstance(old_dates, dict):
+        old_dates = {}
+    prev_day = _date_of(previous)
+    changes = []
+    out = Figures(figs.peak, dict(figs.peaks), list(figs.ceilings), {}, list(figs.dropped))
+    old_bw = dict(previous.all_bandwidths())
+    for name in names:
+        new = figs.bandwidths[name]
+        old = old_bw.get(name)
+        when = str(old_dates.get(name, prev_day))[:10]
+        if new.value is None and old is not None:
+            out.bandwidths[name] = Figure(
+                old,
+                f"kept from the measurement of {when}: the one of {day} found no plateau "
+                f"({new.comment})",
+            )
+            dates[name] = when
+            changes.append(f"{name} bandwidth: kept {old:.4g} GB/s of {when} (none found now)")
+            continue
+        out.bandwidths[name] = new
+        if new.value is None:
+            changes.append(f"{name} bandwidth: still unknown (none found now, none before)")
+        elif old is None:
+            changes.append(f"{name} bandwidth: {new.value:.4g} GB/s (was unknown)")
+        else:
+            changes.append(f"{name} bandwidth: {old:.4g} -> {new.value:.4g} GB/s")
+    if previous.peak is not None and figs.peak.value is not None:
+        changes.insert(0, f"peak: {previous.peak:.4g} -> {figs.peak.value:.4g} GFLOP/s")
+    return out, dates, changes
+
+
+def compatible(previous: Machine, m: Measurement) -> bool:
+    """Whether a previous host file describes the same cache levels as a measurement."""
+    have = [(lv.name, lv.size) for lv in previous.hierarchy.levels]
+    want = [(lv.name, lv.size) for lv in m.host.machine.hierarchy.levels]
+    return have == want and previous.memory_name == m.host.machine.memory_name
+
+
+def host_file(
+    m: Measurement, kernel: str = DEFAULT_BANDWIDTH_KERNEL, previous: Machine | None = None
+) -> tuple[str, list[str]]:
+    """The host file's text after a measurement, and what changed against ``previous``.
+
+    ``previous`` is the host file as it was (None when there was none or with
+    ``--replace``); its figures survive where this measurement lost a plateau
+    (:func:`merge_previous`). A previous file of other cache levels is not merged, and
+    the changes say so.
+    """
+    notes = []
+    if previous is not None and not compatible(previous, m):
+        notes.append(
+            f"the previous host file ({previous.source}) describes other cache levels: "
+            "replaced whole"
+        )
+        previous = None
+    text, changes = _measurement_toml(m, kernel, previous)
+    return text, notes + changes
 
 
 # ------------------------------------------------------------------------ ERT json
@@ -494,12 +607,15 @@ __all__ = [
     "Figure",
     "Figures",
     "check_loads",
+    "compatible",
     "ert_document",
     "ert_figures",
+    "host_file",
     "import_ert_toml",
     "machine_toml",
     "measured_table",
     "measurement_figures",
     "measurement_toml",
+    "merge_previous",
     "read_ert",
 ]

@@ -36,13 +36,15 @@ import re
 import numba
 import numpy as np
 
+from hroof._base.jit import MICRO
+
 #: fastmath flags that allow fusing a multiply and an add (``contract``) but do
 #: not reassociate, so the dependency chains stay as written.
 FUSE = {"contract", "nnan", "ninf", "nsz", "arcp", "afn"}
 #: fastmath flags for the bandwidth kernels: ``reassoc`` lets the read sum use
 #: several vector accumulators.
 REDUCE = {"contract", "nnan", "ninf", "nsz", "arcp", "afn", "reassoc"}
-_BASE = {"cache": True, "nogil": True, "error_model": "numpy"}
+_BASE = MICRO
 
 
 # ----------------------------------------------------------------------- compute

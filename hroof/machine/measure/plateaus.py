@@ -49,6 +49,27 @@ STEP = 1.25
 MIN_POINTS = 3
 #: Default largest drift of a plateau per doubling of the working set (10 %).
 SLOPE = 0.10
+#: A spread is too wide to trust when its interquartile range exceeds this share of the median.
+WIDE = 0.10
+#: Windows of :func:`level_figures`: a level's plateau is looked for from AFTER times the
+#: previous level's capacity up to BEFORE times its own; memory's from MEMORY_AFTER times
+#: the last level's capacity up.
+AFTER = 1.5
+BEFORE = 0.8
+MEMORY_AFTER = 2.0
+#: Relative tolerance of a plateau inside a window (the window already keeps levels apart,
+#: so it can be looser than :data:`TOL`; DRAM on a shared host wobbles by 10-20 %).
+WINDOW_TOL = 0.15
+#: Relative tolerance of memory's plateau: on a shared host the neighbours' traffic makes
+#: DRAM bandwidth wobble by 20-25 % from one working set to the next.
+MEMORY_TOL = 0.25
+#: A window's plateau must span at least this share of the window's points (and
+#: ``min_points``): a two-point blip in a long window is no plateau.
+MIN_SHARE = 0.3
+#: A window's range is no plateau when a point before it in the window is this many
+#: times faster: it is the bottom of a fall (as in the read curves of this host whose L1
+#: points ran at 210, 156, 131, 118, 131 ... GB/s), not the level's own plateau.
+FALL = 1.5
 
 
 @dataclass(frozen=True)
@@ -214,6 +235,64 @@ def find_plateaus(
 
 
 @dataclass(frozen=True)
+class Spread:
+    """How a figure varied over its trials (same unit as the figure).
+
+    Attributes
+    ----------
+    lo, hi : float
+        Smallest and largest trial.
+    q1, q3 : float
+        Lower and upper quartile of the trials.
+    median : float
+        Median trial.
+    n : int
+        Number of trials.
+    """
+
+    lo: float
+    hi: float
+    q1: float
+    q3: float
+    median: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        """The spread of some trial values (at least one).
+
+        >>> s = Spread.of([10.0, 11.0, 12.0, 13.0, 30.0])
+        >>> (s.lo, s.hi, s.median, s.q1, s.q3, s.wide)
+        (10.0, 30.0, 12.0, 11.0, 13.0, True)
+        """
+        v = np.asarray(values, dtype=np.float64)
+        if v.size == 0:
+            raise ValueError("a spread needs at least one trial")
+        q1, med, q3 = np.percentile(v, [25, 50, 75])
+        return cls(float(v.min()), float(v.max()), float(q1), float(q3), float(med), int(v.size))
+
+    @property
+    def iqr_rel(self) -> float:
+        """The interquartile range relative to the median."""
+        return (self.q3 - self.q1) / self.median if self.median > 0 else math.inf
+
+    @property
+    def wide(self) -> bool:
+        """Too wide to trust: the middle half of the trials spans more than
+        :data:`WIDE` of the median."""
+        return self.iqr_rel > WIDE
+
+    def text(self, unit: str) -> str:
+        """``"trials 110..118 GB/s (IQR 2 %)"``, plus a warning when :attr:`wide`."""
+        out = (
+            f"{self.n} trials {self.lo:.4g}..{self.hi:.4g} {unit} (IQR {self.iqr_rel * 100:.0f} %)"
+        )
+        if self.wide:
+            out += "; spread too wide to trust (a busy machine?)"
+        return out
+
+
+@dataclass(frozen=True)
 class LevelFigure:
     """A level's measured bandwidth, or why it has none.
 
@@ -233,6 +312,7 @@ class LevelFigure:
     gbs: float | None
     plateau: Plateau | None
     note: str
+    spread: Spread | None = None
 
 
 def _fmt(nbytes: float) -> str:
@@ -240,6 +320,15 @@ def _fmt(nbytes: float) -> str:
         if nbytes >= scale:
             return f"{nbytes / scale:.4g} {unit}"
     return f"{nbytes:.0f} B"
+
+
+def _where(lo: float | None, hi: float) -> str:
+    """Working-set range in words: "up to 32 KiB", "32 KiB..1 MiB", "above 32 MiB"."""
+    if lo is None:
+        return f"working sets up to {_fmt(hi)}"
+    if hi == math.inf:
+        return f"working sets above {_fmt(lo)}"
+    return f"working sets {_fmt(lo)}..{_fmt(hi)}"
 
 
 def match_levels(
@@ -308,11 +397,7 @@ def match_levels(
     out = []
     for k, name in enumerate(names):
         lo, hi = bounds[k], bounds[k + 1]
-        where = (
-            f"working sets {_fmt(lo)}..{_fmt(hi)}"
-            if hi < math.inf
-            else (f"working sets above {_fmt(lo)}")
-        )
+        where = _where(lo if k else None, hi)
         if k in best:
             p = best[k][1]
             note = (
@@ -333,6 +418,150 @@ def match_levels(
     return out
 
 
+def windows(
+    capacities: Sequence[tuple[str, int]], memory: str = "DRAM", lo: float = 1.0
+) -> list[tuple[str, float, float]]:
+    """Each level's (and memory's) search window, bytes: ``(name, lo, hi)``.
+
+    >>> [(n, a, b) for n, a, b in windows([("L1", 32768), ("L2", 2**20)], lo=4096)]
+    [('L1', 4096, 26214.4), ('L2', 49152.0, 838860.8), ('DRAM', 2097152.0, inf)]
+    """
+    out = []
+    prev = None
+    for name, cap in capacities:
+        a = lo if prev is None else prev * AFTER
+        out.append((name, a, cap * BEFORE))
+        prev = cap
+    out.append((memory, (prev or lo) * MEMORY_AFTER if prev else lo, math.inf))
+    return out
+
+
+def _window_plateau(
+    x: np.ndarray, g: np.ndarray, need: int, tol: float, slope: float, last: bool = False
+) -> tuple[int, int] | None:
+    """The longest flat range ``[i, j)`` of a window (at least ``need`` points), or None.
+
+    Flat: every point within ``1 + tol`` of the median but one in six (memory: one
+    in four; never an end point), and the other points drift by at most ``slope``
+    per doubling (as in :func:`find_plateaus`, whose looser 3/4 rule let a long
+    range swallow the bottom of a fall). A range is
+    refused when a point before it in the window is faster than its median by more
+    than :data:`FALL`: then it is the bottom of a fall, not the level's plateau
+    (bandwidth does not rise as the working set grows within one level). Of the flat
+    ranges, those more than :data:`STEP` below the fastest one are lower plateaus
+    and lose; of the rest the longest wins, then the tightest. Windows hold tens of
+    points, so trying every range is cheap.
+
+    ``last`` (memory's window, whose working sets only grow past the last cache): the
+    bandwidth there falls slowly out of a shared last-level cache, so neither rule
+    about faster points before applies; the longest flat range wins.
+    """
+    n = g.size
+    flat = []  # (length, -spread, i, j, median)
+    for length in range(need, n + 1):
+        for i in range(0, n - length + 1):
+            j = i + length
+            seg = g[i:j]
+            med = float(np.median(seg))
+            off = np.abs(np.log(seg / med)) > math.log1p(tol)
+            if off[0] or off[-1] or off.sum() > length // (4 if last else 6):
+                continue
+            if not _flat(x[i:j][~off], seg[~off], tol, slope):  # the drift of the inliers
+                continue
+            if not last and i and g[:i].max() > FALL * med:
+                continue
+            flat.append((length, -float(np.abs(np.log(seg / med)).mean()), i, j, med))
+    if not flat:
+        return None
+    top = 0.0 if last else max(f[4] for f in flat)
+    _, _, i, j, _ = max(f for f in flat if f[4] * STEP >= top)
+    return i, j
+
+
+def level_figures(
+    sizes: Sequence[float],
+    gbs: Sequence[float],
+    capacities: Sequence[tuple[str, int]],
+    memory: str = "DRAM",
+    *,
+    trials: Sequence[Sequence[float]] | None = None,
+    tol: float = WINDOW_TOL,
+    min_points: int = MIN_POINTS,
+    slope: float = SLOPE,
+) -> list[LevelFigure]:
+    """Each level's bandwidth from a sweep: the plateau inside the level's window.
+
+    Unlike :func:`find_plateaus` followed by :func:`match_levels`, this knows the
+    capacities before it looks: level ``k``'s plateau is searched only among the
+    working sets clearly inside it (:func:`windows`: past :data:`AFTER` times the
+    previous capacity, below :data:`BEFORE` times its own; memory from
+    :data:`MEMORY_AFTER` times the last level's). So two levels whose bandwidths
+    differ by less than ERT's factor 1.25 (L2 118 against L3 100 GB/s on this
+    host) are never merged into one, and a ramp at a level's edge (a shared L3
+    emptying into DRAM) does not hide the flat part before it. Inside a window
+    :func:`find_plateaus` runs with ``tol`` (``step`` large, so nothing is merged
+    across a jump), and the longest plateau wins if it spans at least
+    :data:`MIN_SHARE` of the window's points.
+
+    Parameters
+    ----------
+    sizes, gbs : sequence of float
+        The sweep (bytes increasing, GB/s): for each point the best of its trials.
+    capacities : sequence of (str, int)
+        Name and capacity (bytes) of each level as the sweep's threads share them.
+    memory : str
+        Memory's name.
+    trials : sequence of sequences of float, optional
+        Every trial's GB/s, ``trials[t][i]`` for trial ``t`` at point ``i``: gives each
+        figure its :class:`Spread` (of the trials' medians over the plateau).
+
+    Returns
+    -------
+    list of LevelFigure
+        One per level, then memory; a level without a plateau has ``gbs`` None and a
+        note saying which working sets were searched.
+    """
+    x, g = _validate(sizes, gbs)
+    t = None
+    if trials is not None:
+        t = np.asarray(trials, dtype=np.float64)
+        if t.ndim != 2 or t.shape[1] != g.size:
+            raise ValueError(f"trials must be (n_trials, {g.size}), got shape {t.shape}")
+    out = []
+    swept_lo = float(x[0]) if x.size else 1.0
+    swept_hi = float(x[-1]) if x.size else 1.0
+    for name, lo, hi in windows(capacities, memory, swept_lo):
+        inside = np.flatnonzero((x >= lo) & (x <= hi))
+        where = _where(lo, hi)
+        if inside.size == 0 or swept_hi < lo:
+            out.append(LevelFigure(name, None, None, f"not measured: the sweep covered "
+                                   f"{_fmt(swept_lo)}..{_fmt(swept_hi)}, not {where}"))  # fmt: skip
+            continue
+        need = max(min_points, math.ceil(MIN_SHARE * inside.size))
+        a0, a1 = int(inside[0]), int(inside[-1]) + 1
+        last = hi == math.inf
+        span = _window_plateau(
+            x[a0:a1], g[a0:a1], need, max(tol, MEMORY_TOL) if last else tol, slope, last
+        )
+        if span is None:
+            out.append(LevelFigure(name, None, None,
+                                   f"no clear plateau in {where} ({inside.size} points; "
+                                   f"the bandwidth ramps or is too noisy there)"))  # fmt: skip
+            continue
+        i, j = a0 + span[0], a0 + span[1]
+        p = Plateau(i, j, int(x[i]), int(x[j - 1]), float(np.median(g[i:j])), j - i)
+        note = (
+            f"plateau of {p.points} of the {inside.size} points in {where}: "
+            f"{_fmt(p.lo_bytes)}..{_fmt(p.hi_bytes)}, median {p.gbs:.4g} GB/s"
+        )
+        spread = None
+        if t is not None:
+            spread = Spread.of(np.median(t[:, p.start : p.stop], axis=1))
+            note += f"; {spread.text('GB/s')}"
+        out.append(LevelFigure(name, p.gbs, p, note, spread))
+    return out
+
+
 __all__ = [
     "MIN_POINTS",
     "SLOPE",
@@ -340,6 +569,9 @@ __all__ = [
     "TOL",
     "LevelFigure",
     "Plateau",
+    "Spread",
     "find_plateaus",
+    "level_figures",
     "match_levels",
+    "windows",
 ]

@@ -35,12 +35,18 @@ import numpy as np
 from hroof._base.errors import ConfigError
 from hroof.machine.host import SYSFS_CACHE, HostReport, read_host
 from hroof.machine.measure import kernels as K
-from hroof.machine.measure.plateaus import LevelFigure, Plateau, find_plateaus, match_levels
+from hroof.machine.measure.plateaus import LevelFigure, Plateau, Spread, level_figures
 
 KIB = 1024
 MIB = 1024 * KIB
 #: Working sets are multiples of this many bytes per array and thread (8 zmm vectors).
 GRAIN = 512
+#: Working sets up to 1/POOL_FRACTION of the largest get arrays of their own; larger ones
+#: are slices of one pool per thread. On this host's KVM guest, once a second thread had
+#: run, L1-sized slices of a 256 MiB pool (which NumPy asks the kernel to back with huge
+#: pages) read at 120-180 GB/s instead of 220: a cost of about 30 ns a pass that a small
+#: array of its own does not pay (reproduced in 4 runs out of 4, absent with one thread).
+POOL_FRACTION = 4
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ class Settings:
 
 PRESETS = {
     "full": Settings("full"),
-    "quick": Settings("quick", per_octave=3, target_s=0.001, trials=5),
+    "quick": Settings("quick", per_octave=3, target_s=0.001, trials=7),
     "tiny": Settings(
         "tiny",
         llc_multiple=2.0,
@@ -106,6 +112,12 @@ class ComputeFigure:
     threads: int
     gflops: float
     kernel: str  # the kernel (of the variant's) that ran fastest
+    trials: tuple[float, ...] = ()  # GFLOP/s of each timed trial of that kernel
+
+    @property
+    def spread(self) -> Spread | None:
+        """How the trials of the figure's kernel varied (None without trials)."""
+        return Spread.of(self.trials) if self.trials else None
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,8 @@ class Sweep:
     """A bandwidth sweep of one kernel on ``threads`` threads, and what it shows.
 
     ``sizes`` are working sets in bytes (all arrays of all threads), ``gbs`` the best
-    GB/s at each; ``capacities`` are the cache capacities the threads share together.
+    GB/s at each; ``capacities`` are the cache capacities the threads share together;
+    ``trials[t][i]`` is trial ``t``'s GB/s at point ``i``.
     """
 
     kernel: str
@@ -123,6 +136,7 @@ class Sweep:
     plateaus: tuple[Plateau, ...]
     levels: tuple[LevelFigure, ...]
     capacities: tuple[tuple[str, int], ...]
+    trials: tuple[tuple[float, ...], ...] = ()
 
     def level(self, name: str) -> LevelFigure:
         for f in self.levels:
@@ -305,40 +319,88 @@ def calibrate(calls: Sequence[Callable[[int], object]], target_s: float) -> int:
     return reps
 
 
+def trial_rates(
+    calls: Sequence[Callable[[int], object]],
+    amount: Callable[[int], int],
+    target_s: float,
+    trials: int,
+) -> list[float]:
+    """``amount(reps) / seconds`` of each of ``trials`` timed runs of ``calls``,
+    ``reps`` from :func:`calibrate`."""
+    reps = calibrate(calls, target_s)
+    return [amount(reps) / _timed(calls, reps) for _ in range(trials)]
+
+
 def best_rate(
     calls: Sequence[Callable[[int], object]],
     amount: Callable[[int], int],
     target_s: float,
     trials: int,
 ) -> float:
-    """Best ``amount(reps) / seconds`` over ``trials`` timed runs of ``calls``,
-    ``reps`` from :func:`calibrate`."""
-    reps = calibrate(calls, target_s)
-    return max(amount(reps) / _timed(calls, reps) for _ in range(trials))
+    """Best of :func:`trial_rates`."""
+    return max(trial_rates(calls, amount, target_s, trials))
 
 
 # ------------------------------------------------------------------ measurement
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover
+        return None
+
+
+def below_single_core(
+    compute: Sequence[ComputeFigure], threads: int, load: float | None = None
+) -> list[str]:
+    """Notes for each all-core figure that came out below its single-core one.
+
+    ``threads`` threads on distinct cores can only add flops, so a lower all-core
+    figure means the cores were not all ours: other processes ran on them (``load``,
+    the 1-minute load average before the measurement, says how busy the host was).
+    """
+    one = {(f.variant, f.precision): f.gflops for f in compute if f.threads == 1}
+    out = []
+    for f in compute:
+        single = one.get((f.variant, f.precision))
+        if f.threads == threads and single is not None and f.gflops < single:
+            busy = f" (load average {load:.2f} before measuring)" if load is not None else ""
+            out.append(
+                f"{f.precision} {f.variant}: {threads} threads measured {f.gflops:.4g} GFLOP/s, "
+                f"below 1 thread's {single:.4g}: the other cores were busy with other "
+                f"processes{busy}, so the all-core figure is a lower bound; measure again "
+                "on a quiet machine"
+            )
+    return out
+
+
 def measure_compute(
     variant: str, precision: str, threads: int, settings: Settings
 ) -> ComputeFigure:
     """GFLOP/s of a compute variant: the best of its kernels, on ``threads`` threads."""
     dt = PRECISIONS[precision]
-    best, best_kernel = 0.0, ""
+    best, best_kernel, best_trials = 0.0, "", []
     for name in K.COMPUTE_VARIANTS[variant]:
         fn, _, vector = K.COMPUTE_KERNELS[name]
         n = settings.compute_elements if vector else 8
         xs = [aligned(n, dt, 0.5) for _ in range(threads)]
         a, c = dt(0.5), dt(0.5)
         calls = [lambda reps, x=x, fn=fn, a=a, c=c: fn(x, reps, a, c) for x in xs]
-        rate = best_rate(
+        rates = trial_rates(
             calls,
             lambda reps, n=n, name=name: threads * K.compute_flops(name, n, reps),
             settings.target_s,
             settings.trials,
         )
-        if rate > best:
-            best, best_kernel = rate, name
-    return ComputeFigure(variant, precision, threads, best / 1e9, best_kernel)
+        if max(rates) > best:
+            best, best_kernel, best_trials = max(rates), name, rates
+    return ComputeFigure(
+        variant,
+        precision,
+        threads,
+        best / 1e9,
+        best_kernel,
+        tuple(round(r / 1e9, 3) for r in best_trials),
+    )
 
 
 def measure_bandwidth(
@@ -348,32 +410,50 @@ def measure_bandwidth(
     settings: Settings,
     progress: Callable[[int], object] | None = None,
 ) -> list[float]:
-    """Best GB/s of a bandwidth kernel at each working set (bytes, all arrays and threads).
+    """Best GB/s of a bandwidth kernel at each working set (bytes, all arrays and threads)."""
+    trials = bandwidth_trials(kernel, threads, sizes, settings, progress)
+    return [max(col) for col in zip(*trials, strict=True)]
+
+
+def bandwidth_trials(
+    kernel: str,
+    threads: int,
+    sizes: Sequence[int],
+    settings: Settings,
+    progress: Callable[[int], object] | None = None,
+) -> list[list[float]]:
+    """GB/s of a bandwidth kernel in each trial (rows) at each working set (columns).
 
     The trials are passes over the whole sweep (not repeats of one point in a row),
     so a burst of activity from a neighbour spoils one pass at a few points, and
     another pass measures them again.
     """
     narrays = K.BANDWIDTH_KERNELS[kernel]
+    big = max(sizes) // POOL_FRACTION
     per_thread = max(sizes) // threads
     pools = [aligned(per_thread // 8) for _ in range(threads)]
     points = []
     for size in sizes:
         m = size // (threads * narrays * 8)  # elements per array and thread
-        arrays = [[pool[j * m : (j + 1) * m] for j in range(narrays)] for pool in pools]
+        if size > big:
+            arrays = [[pool[j * m : (j + 1) * m] for j in range(narrays)] for pool in pools]
+        else:  # small working sets in their own arrays, not in the big pool (see POOL_FRACTION)
+            arrays = [[aligned(m) for _ in range(narrays)] for _ in range(threads)]
         calls = [lambda reps, arr=arr: K.run_bandwidth(kernel, arr, reps) for arr in arrays]
         points.append((calls, m, 0))
-    best = [0.0] * len(sizes)
+    out = []
     for trial in range(settings.trials):
+        row = []
         for i, (calls, m, reps) in enumerate(points):
             if trial == 0:
                 reps = calibrate(calls, settings.target_s)
                 points[i] = (calls, m, reps)
             t = _timed(calls, reps)
-            best[i] = max(best[i], threads * K.bandwidth_bytes(kernel, m, reps) / t / 1e9)
+            row.append(threads * K.bandwidth_bytes(kernel, m, reps) / t / 1e9)
             if progress is not None:
                 progress(1)
-    return best
+        out.append(row)
+    return out
 
 
 def plan(settings: Settings, host: HostReport, threads: int, available: int | None) -> dict:
@@ -432,28 +512,32 @@ def measure_host(
     date = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     todo = plan(settings, host, threads, available)
     tick = progress or (lambda n: None)
+    load = _loadavg()
     compute = []
+    shared = sharing(sysfs)
+    memory = host.machine.memory_name
+    sweeps = []
+    # one thread count at a time, compute then sweeps: the one-thread figures are all
+    # measured before any second thread has run
     for t in todo["threads"]:
         for precision in PRECISIONS:
             for variant in K.COMPUTE_VARIANTS:
                 compute.append(measure_compute(variant, precision, t, settings))
                 tick(1)
-    shared = sharing(sysfs)
-    memory = host.machine.memory_name
-    sweeps = []
-    for t in todo["threads"]:
         caps = shared_capacities(host, t, shared)
         for kernel in settings.kernels:
             sizes = todo["sizes"][(kernel, t)]
-            gbs = measure_bandwidth(kernel, t, sizes, settings, tick)
-            plateaus = find_plateaus(sizes, gbs)
-            levels = match_levels(plateaus, caps, memory, swept=(sizes[0], sizes[-1]))
+            trials = bandwidth_trials(kernel, t, sizes, settings, tick)
+            gbs = [max(col) for col in zip(*trials, strict=True)]
+            levels = level_figures(sizes, gbs, caps, memory, trials=trials)
+            plateaus = tuple(f.plateau for f in levels if f.plateau is not None)
             sweeps.append(
-                Sweep(
-                    kernel, t, tuple(sizes), tuple(gbs), tuple(plateaus), tuple(levels), tuple(caps)
-                )
-            )
+                Sweep(kernel, t, tuple(sizes), tuple(gbs), plateaus, tuple(levels), tuple(caps),
+                      tuple(tuple(round(v, 3) for v in row) for row in trials))
+            )  # fmt: skip
     notes = []
+    if threads > 1:
+        notes += below_single_core(compute, threads, load)
     if available is None:
         notes.append("MemAvailable unreadable: the sweep was not capped by free memory")
     import llvmlite
@@ -489,9 +573,12 @@ __all__ = [
     "Measurement",
     "Settings",
     "Sweep",
+    "bandwidth_trials",
+    "below_single_core",
     "best_rate",
     "measure_host",
     "mem_available",
     "sweep_sizes",
+    "trial_rates",
     "usable_cores",
 ]

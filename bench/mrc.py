@@ -1,0 +1,210 @@
+"""Miss-ratio curves: one pass against one simulation per capacity, SHARDS against exact.
+
+1. Speed, on the stencil7 n=128 stream (16.8 M accesses), same run: the exact
+   fully-associative curve (every capacity, ``hroof.cachesim.mrc``) against one
+   classified simulation of skylake-sp's three levels, and against simulating 16
+   capacities (4 KiB .. 128 MiB, one 16-way level each, classified) one by one;
+   the curve is checked against each of those runs (at a capacity, the curve is
+   at least the level's compulsory + capacity misses: it is the simulator's
+   fully-associative shadow). Then SHARDS at R = 0.01 against the exact pass.
+2. Accuracy of SHARDS (R = 0.01, and a fixed size of 8192 lines) on stencil,
+   SpMV and random streams: mean absolute miss-ratio error against the exact
+   curve, on two grids: 64 log-spaced capacities from the sample's resolution
+   (1/R lines) to twice the distinct lines, and 100 evenly spaced capacities
+   from 0 to twice the distinct lines (the SHARDS paper's kind of average);
+   with the error the run itself estimates.
+3. A billion accesses (stencil7 n=128 sweeps=64) streamed chunk by chunk
+   through the exact pass: time and peak memory (bounded by the distinct
+   lines, not the accesses).
+
+Every pass runs once on a tiny stream first (JIT compile or cache load, not
+timed); timings are the best of ``--repeats`` runs.
+
+Usage::
+
+    python bench/mrc.py [--repeats 3] [--no-billion]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from hroof.cachesim import hierarchy, resolve_machine, simulate
+from hroof.cachesim.mrc import miss_ratio_curve
+from hroof.traces import plan_kernel
+
+CHUNK = 1 << 20
+
+
+def best(fn, repeats: int):
+    """Best CPU time of ``repeats`` runs (this process's; the machine is shared, and wall
+    time counts the other jobs' share of the cores) and the last result."""
+    out, times = None, []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        out = fn()
+        times.append(time.process_time() - t0)
+    return min(times), out
+
+
+def chunks_of(plan):
+    return [tuple(a.copy() for a in ch) for ch in plan.chunks(CHUNK)]
+
+
+def random_stream(n=16 * 2**20, lines=2**20, power=1, seed=0):
+    """Random lines ``floor(lines * u**power)`` for uniform ``u``: uniform for power 1,
+    skewed towards the low lines for power 3 (line 0 gets 1 % of the references)."""
+    rng = np.random.default_rng(seed)
+    addr = (np.floor(lines * rng.random(n) ** power).astype(np.int64)) * 64
+    z = np.zeros(n, dtype=np.int64)
+    return [
+        (addr[i : i + CHUNK], z[i : i + CHUNK] + 8, z[i : i + CHUNK]) for i in range(0, n, CHUNK)
+    ]
+
+
+def warm() -> None:
+    tiny = plan_kernel("stencil7", n=8)
+    h = resolve_machine("skylake-sp")
+    simulate(h, tiny.chunks())
+    for kw in ({}, {"rate": 0.5}, {"sample_size": 64}):
+        miss_ratio_curve(tiny.chunks(), **kw)
+    miss_ratio_curve(tiny.chunks(), h)
+
+
+def speed(repeats: int) -> None:
+    plan = plan_kernel("stencil7", n=128)
+    chunks = chunks_of(plan)
+    m = resolve_machine("skylake-sp")
+    t_sim, _ = best(lambda: simulate(m, chunks), repeats)
+    t_exact, exact = best(lambda: miss_ratio_curve(chunks), repeats)
+    t_sa, _ = best(lambda: miss_ratio_curve(chunks, m), repeats)
+    caps = [2**k for k in range(12, 28)]
+    t0 = time.process_time()
+    worst = 0.0
+    for cap in caps:
+        r = simulate(hierarchy({"name": "C", "size": cap, "ways": 16}), chunks)
+        cls = r.levels[0].misses_by_class
+        fa = exact.misses_at_bytes(cap)
+        assert fa >= cls["compulsory"] + cls["capacity"], (cap, fa, cls)
+        worst = max(worst, (fa - cls["compulsory"] - cls["capacity"]) / max(fa, 1))
+    t_16 = time.process_time() - t0
+    t_shards, _ = best(lambda: miss_ratio_curve(chunks, rate=0.01), repeats)
+    print(f"stencil7 n=128: {plan.accesses:,} accesses, {exact.distinct_lines:,} distinct lines")
+    print("| pass | CPU s | vs one classified 3-level simulation |")
+    print("|---|---:|---:|")
+    print(f"| one classified simulation, skylake-sp (3 levels) | {t_sim:.3f} | 1.00x |")
+    print(
+        f"| exact fully-associative curve, every capacity | {t_exact:.3f} | {t_exact / t_sim:.2f}x |"
+    )
+    print(
+        f"| exact curve + set-associative curve (L1: 64 sets, 1..32 ways) | {t_sa:.3f} | "
+        f"{t_sa / t_sim:.2f}x |"
+    )
+    print(f"| 16 capacities simulated one by one (classified) | {t_16:.3f} | {t_16 / t_sim:.2f}x |")
+    print(
+        f"| SHARDS R = 0.01 (with 4 sub-samples for the error) | {t_shards:.3f} | {t_shards / t_sim:.2f}x |"
+    )
+    print(
+        f"exact / 16 simulations: {t_16 / t_exact:.1f}x faster; SHARDS R=0.01: "
+        f"{t_exact / t_shards:.1f}x faster than exact; curve - (compulsory + capacity) "
+        f"at the 16 capacities: at most {worst:.2%} of the curve"
+    )
+
+
+def mae(exact, est, caps) -> float:
+    return float(np.mean(np.abs(np.asarray(est.miss_ratio(caps)) - exact.miss_ratio(caps))))
+
+
+def accuracy(repeats: int) -> None:
+    streams = {
+        "stencil7 n=128": chunks_of(plan_kernel("stencil7", n=128)),
+        "spmv poisson3d n=64": chunks_of(plan_kernel("spmv", matrix="poisson3d", n=64)),
+        "spmv random rows=262144": chunks_of(
+            plan_kernel("spmv", matrix="random", rows=262144, nnz_per_row=8)
+        ),
+        "random (uniform, 1 Mi lines)": random_stream(),
+        "random (uniform, 4 Mi lines)": random_stream(n=32 * 2**20, lines=4 * 2**20),
+        "random (skewed u^3, 1 Mi lines)": random_stream(power=3),
+    }
+    print(
+        "| stream | accesses | sampling | CPU s | exact / sampled | MAE (log grid) | MAE (even grid) | estimated |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for name, chunks in streams.items():
+        n = sum(len(c[0]) for c in chunks)
+        t_exact, exact = best(lambda chunks=chunks: miss_ratio_curve(chunks), 1)
+        top = 2 * exact.distinct_lines
+        even = np.linspace(0, top, 100).astype(np.int64)
+        for label, kw in (("R = 0.01", {"rate": 0.01}), ("8192 lines", {"sample_size": 8192})):
+            t, est = best(lambda chunks=chunks, kw=kw: miss_ratio_curve(chunks, **kw), repeats)
+            res = est.sample["resolution_lines"]
+            logg = np.unique(np.geomspace(res, max(top, res + 1), 64).astype(np.int64))
+            if label != "R = 0.01":
+                label += f" (R = {est.sample['rate']:.2g})"
+            print(
+                f"| {name} | {n:,} | {label} | {t:.3f} | {t_exact / t:.1f}x | "
+                f"{mae(exact, est, logg):.4f} | {mae(exact, est, even):.4f} | "
+                f"{est.sample['error_estimate']:.4f} |"
+            )
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory: VmHWM (Linux; ``ru_maxrss`` would include the
+    parent's peak across fork and exec), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def billion() -> None:
+    miss_ratio_curve(plan_kernel("stencil7", n=8).chunks())  # compile or load, not timed
+    plan = plan_kernel("stencil7", n=128, sweeps=64)
+    before = peak_rss_mib()
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    c = miss_ratio_curve(plan.chunks(CHUNK))
+    t = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    after = peak_rss_mib()
+    assert c.lookups == plan.accesses
+    print(
+        f"stencil7 n=128 sweeps=64: {plan.accesses:,} accesses, {c.distinct_lines:,} distinct "
+        f"lines, exact curve in {t:.1f} s wall, {cpu:.1f} s CPU "
+        f"({plan.accesses / cpu / 1e6:.0f} M accesses per CPU second); "
+        f"pass state {c.state_bytes / 2**20:.1f} MiB; peak RSS {after:.0f} MiB "
+        f"(it was {before:.0f} MiB before the pass)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-billion", action="store_true")
+    ap.add_argument("--billion-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.billion_only:
+        billion()
+        return
+    warm()
+    speed(args.repeats)
+    print()
+    accuracy(args.repeats)
+    if not args.no_billion:
+        print(flush=True)
+        # A fresh process, so that its peak memory is the pass's alone.
+        subprocess.run([sys.executable, __file__, "--billion-only"], check=True)
+
+
+if __name__ == "__main__":
+    main()

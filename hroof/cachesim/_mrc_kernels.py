@@ -1,0 +1,409 @@
+"""The Numba kernels of the miss-ratio curves (:mod:`hroof.cachesim.mrc` drives them).
+
+The data structures (a hash table of last-access times, a bitmap of the
+stack's entries over time with a Fenwick tree of its 64-time blocks, a
+max-heap of holes) are described in the notes of :mod:`hroof.cachesim.mrc`.
+Every kernel is a pure function over flat arrays; ``tests/naive_mrc.py``
+holds the plain-Python twins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hroof._base.jit import INLINE, JIT
+from hroof.cachesim import _kernels as K
+
+#: Operations of the passes: a counted lookup that allocates, a write that
+#: allocates uncounted (an arriving writeback), an invalidation (NT store), and
+#: an invalidation that also marks the line seen (an NT store carrying a dirty copy).
+OP_LOOKUP = 0
+OP_WRITE = 1
+OP_INVAL = 2
+OP_INVAL_SEEN = 3
+
+#: Simulator event kind (trace kinds 0-2 at L1, ``EV_*`` below) -> operation.
+OPS = np.full(16, OP_LOOKUP, dtype=np.uint8)
+OPS[K.EV_LOAD] = OP_LOOKUP
+OPS[K.EV_STORE] = OP_LOOKUP
+OPS[K.EV_RFO] = OP_LOOKUP
+OPS[K.EV_WB] = OP_WRITE
+OPS[K.EV_NT] = OP_INVAL
+OPS[K.EV_NTC] = OP_INVAL_SEEN
+
+#: Hash space of SHARDS sampling: a line is sampled when ``hash(line) < T``, ``T <= P``.
+SAMPLE_BITS = 24
+SAMPLE_P = 1 << SAMPLE_BITS
+#: Disjoint sub-samples whose spread estimates the sampling error.
+SUBSAMPLES = 4
+
+# meta slots of the fully-associative state
+M_NOW = 0  # next access time
+M_LIVE = 1  # entries in the stack (lines and holes)
+M_NKEYS = 2  # keys in the hash table
+M_NHOLES = 3
+M_LOOKUPS = 4
+M_COLD = 5  # lookups of lines never seen before
+M_RELOAD = 6  # lookups of seen lines not in the stack (invalidated earlier)
+M_WRITES = 7
+M_INVALS = 8  # invalidations that removed a line
+M_THRESH = 9  # sampling threshold (fixed-size variant lowers it)
+M_HBITS = 10  # log2 of the hash table size
+M_DROPPED = 11  # lines dropped by the fixed-size variant
+M_SAMPLED = 12  # distinct sampled lines held (fixed-size variant)
+NMETA = 13
+
+
+# ------------------------------------------------------------------ kernels
+@njit(**INLINE)
+def _mix(x):
+    """splitmix64's finaliser (as int64 arithmetic): a well-mixed 64-bit hash."""
+    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**JIT)
+def sample_hash(lines, out_hash, out_sub):
+    """The SHARDS hash of each line (``[0, 2**24)``) and its sub-sample (``0..3``)."""
+    for i in range(lines.shape[0]):
+        z = _mix(lines[i])
+        out_hash[i] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+        out_sub[i] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+
+
+@njit(**INLINE)
+def _slot(table, line, hbits):
+    """The slot holding ``line`` in ``table`` (pairs key, value), or the empty slot where
+    it would go (linear probing; ``table[2 s]`` is the key, ``table[2 s + 1]`` the value)."""
+    mask = (table.shape[0] >> 1) - 1
+    s = np.int64((np.uint64(line) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - hbits))
+    while True:
+        k = table[2 * s]
+        if k == line or k < 0:
+            return s
+        s = (s + 1) & mask
+
+
+@njit(**INLINE)
+def _popcount(x):
+    """Set bits of a uint64 (SWAR)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(**INLINE)
+def _mark(words, btree, t, v):
+    """Set (``v = 1``) or clear (``v = -1``) the entry at time ``t``."""
+    b = t >> 6
+    words[b] ^= np.uint64(1) << np.uint64(t & 63)
+    i = b + 1
+    n = btree.shape[0]
+    while i < n:
+        btree[i] += v
+        i += i & (-i)
+
+
+@njit(**INLINE)
+def _after(words, btree, t, now):
+    """Entries at times ``t+1 .. now-1``: bits of the two end words, and the Fenwick range
+    of the blocks between (walking both prefix chains only down to where they meet, so
+    short distances cost few steps)."""
+    bt = t >> 6
+    bn = now >> 6
+    if bt == bn:
+        w = words[bt] >> np.uint64(t & 63) >> np.uint64(1)
+        return _popcount(w & ((np.uint64(1) << np.uint64(now - t - 1)) - np.uint64(1)))
+    s = _popcount(words[bt] >> np.uint64(t & 63) >> np.uint64(1))
+    s += _popcount(words[bn] & ((np.uint64(1) << np.uint64(now & 63)) - np.uint64(1)))
+    i = bn
+    j = bt + 1
+    while i != j:
+        if i > j:
+            s += btree[i]
+            i -= i & (-i)
+        else:
+            s -= btree[j]
+            j -= j & (-j)
+    return s
+
+
+@njit(**INLINE)
+def _heap_push(heap, n, v):
+    i = n
+    heap[i] = v
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] >= v:
+            break
+        heap[i] = heap[parent]
+        heap[parent] = v
+        i = parent
+    return n + 1
+
+
+@njit(**INLINE)
+def _heap_pop(heap, n):
+    """Remove the largest; return the new size (the largest was ``heap[0]``)."""
+    n -= 1
+    v = heap[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and heap[c + 1] > heap[c]:
+            c += 1
+        if heap[c] <= v:
+            break
+        heap[i] = heap[c]
+        i = c
+    if n > 0:
+        heap[i] = v
+    return n
+
+
+@njit(**INLINE)
+def _pairs_sift_down(ph, pl, n):
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and ph[c + 1] > ph[c]:
+            c += 1
+        if ph[c] <= ph[j]:
+            break
+        ph[c], ph[j] = ph[j], ph[c]
+        pl[c], pl[j] = pl[j], pl[c]
+        j = c
+
+
+@njit(**JIT)
+def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, fmeta, meta,
+             pairs_h, pairs_l):  # fmt: skip
+    """Run ``lines``/``ops`` through the fully-associative stack; histogram lookups by distance.
+
+    ``hist[d]`` counts the lookups at (sampled) stack distance ``d``; the
+    driver scales it by ``1/R`` when sampling. With ``pairs_h`` of
+    positive length (the fixed-size SHARDS variant), events whose hash is not
+    below ``meta[M_THRESH]`` are skipped, the threshold is lowered whenever
+    more than ``len(pairs_h) - 1`` distinct lines would be held, and lookups
+    go to ``fhist``/``fmeta`` weighted by the inverse of the rate at their
+    time (the paper's rescaling of the histogram, done as weights). Returns
+    the index reached: the whole batch unless the histogram must grow (the
+    driver grows it and calls again). The driver sizes every other array for
+    the whole batch beforehand.
+    """
+    hbits = meta[M_HBITS]
+    now = meta[M_NOW]
+    live = meta[M_LIVE]
+    nkeys = meta[M_NKEYS]
+    nholes = meta[M_NHOLES]
+    lookups = meta[M_LOOKUPS]
+    cold = meta[M_COLD]
+    reload = meta[M_RELOAD]
+    writes = meta[M_WRITES]
+    invals = meta[M_INVALS]
+    thresh = meta[M_THRESH]
+    fixed = pairs_h.shape[0] > 0
+    hlen = fhist.shape[0] if fixed else hist.shape[0]
+    nsampled = meta[M_SAMPLED]
+    n = lines.shape[0]
+    stop = n
+    for i in range(n):
+        line = lines[i]
+        op = ops[i]
+        if fixed:
+            if hashes[i] >= thresh:
+                continue
+            scale = SAMPLE_P / thresh
+        if (live + 1) * (scale if fixed else 1.0) + 1 >= hlen:
+            stop = i  # the histogram must grow first
+            break
+        s = _slot(table, line, hbits)
+        fresh = False
+        if table[2 * s] != line:
+            if op == OP_INVAL:
+                continue
+            table[2 * s] = line
+            table[2 * s + 1] = -1
+            nkeys += 1
+            fresh = True
+            if fixed:
+                # A max-heap of (hash, line) of the lines held.
+                j = nsampled
+                pairs_h[j] = hashes[i]
+                pairs_l[j] = line
+                while j > 0:
+                    p = (j - 1) >> 1
+                    if pairs_h[p] >= pairs_h[j]:
+                        break
+                    pairs_h[p], pairs_h[j] = pairs_h[j], pairs_h[p]
+                    pairs_l[p], pairs_l[j] = pairs_l[j], pairs_l[p]
+                    j = p
+                nsampled += 1
+        t = table[2 * s + 1]
+        if op >= OP_INVAL:
+            if t >= 0:
+                nholes = _heap_push(heap, nholes, t)
+                table[2 * s + 1] = -1
+                invals += 1
+        else:
+            if op == OP_LOOKUP:
+                if fixed:
+                    fmeta[0] += scale
+                    if t < 0:
+                        fmeta[1 if fresh else 2] += scale
+                lookups += 1
+                if t < 0:
+                    if fresh:
+                        cold += 1
+                    else:
+                        reload += 1
+            else:
+                writes += 1
+            if t < 0 or t != now - 1:
+                if t >= 0 and op == OP_LOOKUP:
+                    d = _after(words, btree, t, now)
+                    if fixed:
+                        fhist[np.int64(d * scale)] += scale
+                    else:
+                        hist[d] += 1
+                if nholes > 0 and (t < 0 or heap[0] > t):
+                    h = heap[0]
+                    nholes = _heap_pop(heap, nholes)
+                    _mark(words, btree, h, -1)
+                    if t >= 0:
+                        nholes = _heap_push(heap, nholes, t)
+                elif t >= 0:
+                    _mark(words, btree, t, -1)
+                else:
+                    live += 1
+                _mark(words, btree, now, 1)
+                table[2 * s + 1] = now
+                now += 1
+            elif op == OP_LOOKUP:
+                if fixed:
+                    fhist[0] += scale
+                else:
+                    hist[0] += 1
+        if fixed and nsampled >= pairs_h.shape[0]:
+            # Lower the threshold to the largest hash held and drop every line at it.
+            thresh = pairs_h[0]
+            while nsampled > 0 and pairs_h[0] >= thresh:
+                victim = pairs_l[0]
+                nsampled -= 1
+                pairs_h[0] = pairs_h[nsampled]
+                pairs_l[0] = pairs_l[nsampled]
+                _pairs_sift_down(pairs_h, pairs_l, nsampled)
+                vs = _slot(table, victim, hbits)
+                tv = table[2 * vs + 1]
+                if tv >= 0:
+                    _mark(words, btree, tv, -1)
+                    live -= 1
+                    table[2 * vs + 1] = -1
+                meta[M_DROPPED] += 1
+    meta[M_NOW] = now
+    meta[M_LIVE] = live
+    meta[M_NKEYS] = nkeys
+    meta[M_NHOLES] = nholes
+    meta[M_LOOKUPS] = lookups
+    meta[M_COLD] = cold
+    meta[M_RELOAD] = reload
+    meta[M_WRITES] = writes
+    meta[M_INVALS] = invals
+    meta[M_THRESH] = thresh
+    meta[M_SAMPLED] = nsampled
+    return stop
+
+
+@njit(**JIT)
+def sa_pass(lines, ops, nsets, stk, hist):
+    """Per-set LRU stacks (top ``W`` entries, ``-1`` a hole or empty slot).
+
+    ``hist[d]`` counts the lookups at per-set stack distance ``d < W``;
+    ``hist[W]`` those at ``W`` or beyond, or cold: they miss at every
+    associativity up to ``W``.
+    """
+    w = stk.shape[0] // nsets
+    for i in range(lines.shape[0]):
+        line = lines[i]
+        op = ops[i]
+        base = (line % nsets) * w
+        p = w
+        h = w
+        for j in range(w):
+            e = stk[base + j]
+            if e == line:
+                p = j
+                break
+            if e < 0 and h == w:
+                h = j
+        if op >= OP_INVAL:
+            if p < w:
+                stk[base + p] = -1
+            continue
+        if op == OP_LOOKUP:
+            hist[p] += 1
+        if h < p:
+            for j in range(h, 0, -1):
+                stk[base + j] = stk[base + j - 1]
+            if p < w:
+                stk[base + p] = -1
+        else:
+            top = p if p < w else w - 1
+            for j in range(top, 0, -1):
+                stk[base + j] = stk[base + j - 1]
+        stk[base] = line
+
+
+@njit(**JIT)
+def prefilter(src, shift, kinds, opmap, thresh, out_lines, out_ops, out_hash, out_sub):
+    """Hash every event's line (``src >> shift``); keep those with ``hash < thresh``, with
+    their operation (``opmap[kind]``), hash and sub-sample. Returns ``(kept, lookups)``."""
+    k = 0
+    lookups = 0
+    prev = -1
+    z = np.uint64(0)
+    h = np.int64(0)
+    for i in range(src.shape[0]):
+        op = opmap[kinds[i]]
+        lookups += op == OP_LOOKUP
+        line = src[i] >> shift
+        if line != prev:  # runs of references to one line hash once
+            prev = line
+            z = _mix(line)
+            h = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+        if h < thresh:
+            out_lines[k] = line
+            out_ops[k] = op
+            out_hash[k] = h
+            out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+            k += 1
+    return k, lookups
+
+
+@njit(**JIT)
+def filter_sample(lines, ops, hashes, subs, thresh, want_sub, out_lines, out_ops, out_hash):
+    """Keep the events with ``hash < thresh`` (and ``sub == want_sub`` unless it is -1)."""
+    k = 0
+    for i in range(lines.shape[0]):
+        if hashes[i] < thresh and (want_sub < 0 or subs[i] == want_sub):
+            out_lines[k] = lines[i]
+            out_ops[k] = ops[i]
+            out_hash[k] = hashes[i]
+            k += 1
+    return k
+
+
+@njit(**JIT)
+def rehash(keys, vals, table, hbits):
+    for i in range(keys.shape[0]):
+        s = _slot(table, keys[i], hbits)
+        table[2 * s] = keys[i]
+        table[2 * s + 1] = vals[i]

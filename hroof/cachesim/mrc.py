@@ -1,0 +1,682 @@
+"""Miss-ratio curves: the LRU misses of every cache size from one pass (Mattson et al., 1970).
+
+An LRU cache of ``C`` lines holds the ``C`` most recently used lines, so a
+reference hits in it exactly when fewer than ``C`` distinct lines were used
+since the previous reference to the same line: its *stack distance*. One pass
+that records the histogram of stack distances therefore gives the misses of
+every capacity at once: ``misses(C) = cold + #{distance >= C}``.
+
+Architecture
+------------
+The fully-associative pass (``_mrc_kernels.fa_pass``) keeps
+
+* ``table``: an open-addressing hash table of (line, time of its last access)
+  pairs (time ``-1``: not in the stack, i.e. never allocated or invalidated);
+* ``words``: a bitmap over access times with a 1 at the time of every *entry*
+  of the LRU stack, and ``btree``, a Fenwick tree of the counts of its 64-time
+  blocks, so the stack distance of a line last used at time ``t`` (the number
+  of entries after ``t``) is two popcounts and a Fenwick range: O(log T), on
+  a tree 64 times smaller than one over the times themselves;
+* ``heap``: a max-heap of the times of the stack's *holes*.
+
+For example, after references to lines 7, 9, 7, 5 at times 0-3 the entries
+are at times 1 (9), 2 (7) and 3 (5): ``words[0] = 0b1110``; a reference to 9
+now has distance 2 (the entries at times 2 and 3), its entry moves from time
+1 to time 4: ``0b11100``.
+
+Holes make non-temporal stores exact. A non-temporal store invalidates the
+line in every cache, which frees a slot: the caches stop being the top ``C``
+lines of one LRU stack. Keeping the invalidated line's entry as a hole does
+restore a single stack: a cache of ``C`` lines holds the lines among the top
+``C`` entries, a reference that finds a hole above its line (or has no line)
+fills the topmost hole instead of pushing the stack down below it (the hole
+was a free slot in every cache deeper than it), and the line's old entry
+becomes the hole. A worked example after references to C, B, A; stack top
+first, ``_`` a hole::
+
+    A B C      reference D (a miss everywhere): D A B C
+    D A B C    invalidate A:                    D _ B C
+    D _ B C    reference C (distance 3):        C D B _   (the hole moved to C's place)
+
+In the 1-line cache, ``C`` missed; in the 2-line cache (``D _``: one line, one
+free slot) ``C`` missed and took the free slot, as in the 3-line cache; in
+caches of 4 lines it hit. The distance counts holes: 3.
+
+Times grow without bound, so when the bitmap is full the live times are
+renumbered ``0..live-1`` (``_FAState._compact``): memory stays
+O(distinct lines) for any stream length, as the simulator's does.
+
+The set-associative pass (``_mrc_kernels.sa_pass``) keeps, per set, the top
+``max_ways`` entries of the set's own LRU stack (with holes), which gives the
+misses of every associativity up to ``max_ways`` exactly at that number of
+sets: O(max_ways) per reference.
+
+SHARDS (Waldspurger et al., "Efficient MRC construction with SHARDS", FAST
+2015) samples the stream spatially: a line is kept when a hash of its address
+falls below a threshold ``T`` (rate ``R = T / 2**24``); the stack distances
+of the sampled stream, divided by ``R``, estimate the full stream's, and the
+first bucket is adjusted by the difference between the expected ``N R`` and
+the actual sampled references (SHARDS-adj). ``sample_size`` is the paper's
+fixed-size variant: the threshold is lowered as needed to keep at most that
+many distinct sampled lines (those with the largest hashes are dropped and the
+histogram is rescaled by the rate's ratio).
+
+What the curve models is the simulator's fully-associative shadow of
+``docs/cache-model.md``: lookups (loads, stores, RFOs) allocate, arriving
+writebacks allocate without counting as lookups, non-temporal stores
+invalidate. So at a write-allocate level's capacity the curve's misses equal
+the level's compulsory + capacity misses, and the set-associative curve at
+the level's ways equals its misses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hroof._base.errors import HroofError
+from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim._mrc_kernels import (
+    M_COLD,
+    M_DROPPED,
+    M_HBITS,
+    M_LIVE,
+    M_LOOKUPS,
+    M_NHOLES,
+    M_NKEYS,
+    M_NOW,
+    M_RELOAD,
+    M_THRESH,
+    M_WRITES,
+    NMETA,
+    SAMPLE_P,
+    SUBSAMPLES,
+)
+from hroof.cachesim.config import HierarchyConfig, LevelConfig
+
+SCHEMA = "hroof.mrc/1"
+
+
+# ------------------------------------------------------------------ state
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(1, int(n - 1).bit_length())
+
+
+def _times(cap: int, live: int):
+    """The entry bitmap of ``cap`` times (``cap`` a multiple of 64) with times
+    ``0..live-1`` set, and the Fenwick tree (int32) of its 64-time blocks' counts."""
+    bits = np.zeros(cap, dtype=np.uint8)
+    bits[:live] = 1
+    words = np.packbits(bits, bitorder="little").view(np.uint64).copy()
+    counts = np.minimum(np.maximum(live - 64 * np.arange(cap // 64), 0), 64)
+    i = np.arange(cap // 64 + 1, dtype=np.int64)
+    low = i & -i
+    csum = np.concatenate(([0], np.cumsum(counts)))
+    btree = csum[i] - csum[i - low]
+    btree[0] = 0
+    return words, btree.astype(np.int32)
+
+
+class _FAState:
+    """One fully-associative stack (exact, or one SHARDS sampler)."""
+
+    BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
+    MIN_TREE = 1 << 16  # least times in the tree after a compaction
+
+    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0):
+        self.scale = float(scale)
+        self.table = np.full(2 << 10, -1, dtype=np.int64)
+        self.words, self.btree = _times(1 << 12, 0)
+        self.heap = np.zeros(1 << 10, dtype=np.int64)
+        self.hist = np.zeros(1 << 10, dtype=np.int64)
+        self.meta = np.zeros(NMETA, dtype=np.int64)
+        self.meta[M_HBITS] = 10
+        self.meta[M_THRESH] = thresh
+        self.size_cap = int(size_cap)
+        self.pairs_h = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
+        self.pairs_l = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
+        self.fhist = np.zeros(1 << 10 if size_cap else 1)
+        self.fmeta = np.zeros(3)  # fixed size: weighted lookups, cold, reloads
+
+    @property
+    def state_bytes(self) -> int:
+        arrays = (self.table, self.words, self.btree, self.heap, self.hist, self.fhist,
+                  self.pairs_h, self.pairs_l)  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+    def _grow_table(self, need: int) -> None:
+        cap = self.table.shape[0] >> 1
+        if 2 * need <= cap:
+            return
+        new = _pow2_at_least(2 * need)
+        keys, vals = self.table[0::2], self.table[1::2]
+        used = keys >= 0
+        self.table = np.full(2 * new, -1, dtype=np.int64)
+        self.meta[M_HBITS] = new.bit_length() - 1
+        MK.rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
+
+    def _compact(self, need: int) -> None:
+        """Renumber the live times 0..live-1 (order kept) and size the tree for ``need`` more."""
+        meta = self.meta
+        now = int(meta[M_NOW])
+        live = int(meta[M_LIVE])
+        nholes = int(meta[M_NHOLES])
+        alive = np.unpackbits(self.words.view(np.uint8), bitorder="little")[:now]
+        assert int(alive.sum()) == live, "stack entries and tree disagree"
+        rank = np.cumsum(alive, dtype=np.int64) - alive
+        vals = self.table[1::2]
+        present = vals >= 0
+        vals[present] = rank[vals[present]]
+        self.heap[:nholes] = rank[self.heap[:nholes]]
+        if self.size_cap:
+            # Drop the keys of lines sampled out by the lowered threshold.
+            keys = self.table[0::2]
+            used = keys >= 0
+            hashes = np.empty(int(used.sum()), dtype=np.int64)
+            subs = np.empty_like(hashes)
+            MK.sample_hash(keys[used], hashes, subs)
+            keep = hashes < meta[M_THRESH]
+            k, v = keys[used][keep], vals[used][keep]
+            self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
+            MK.rehash(k, v, self.table, int(meta[M_HBITS]))
+            meta[M_NKEYS] = int(keep.sum())
+        meta[M_NOW] = live
+        cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
+        self.words, self.btree = _times(cap, live)
+
+    def feed(self, lines: np.ndarray, ops: np.ndarray, hashes: np.ndarray) -> None:
+        for lo in range(0, lines.shape[0], self.BLOCK):
+            hi = lo + self.BLOCK
+            self._feed_block(lines[lo:hi], ops[lo:hi], hashes[lo:hi])
+
+    def _feed_block(self, lines, ops, hashes) -> None:
+        while lines.shape[0]:
+            n = lines.shape[0]
+            meta = self.meta
+            self._grow_table(int(meta[M_NKEYS]) + n)
+            if meta[M_NOW] + n >= 64 * self.words.shape[0]:
+                self._compact(n)
+            if self.heap.shape[0] < meta[M_NHOLES] + n:
+                heap = np.zeros(_pow2_at_least(int(meta[M_NHOLES]) + n), dtype=np.int64)
+                heap[: self.heap.shape[0]] = self.heap
+                self.heap = heap
+            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else 1.0
+            need = 2 * int((meta[M_LIVE] + 1) * scale) + 2  # the pass stops when it is short
+            name = "fhist" if self.size_cap else "hist"
+            old = getattr(self, name)
+            if old.shape[0] < need:
+                grown = np.zeros(_pow2_at_least(need), dtype=old.dtype)
+                grown[: old.shape[0]] = old
+                setattr(self, name, grown)
+            done = MK.fa_pass(
+                lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
+                self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
+            )  # fmt: skip
+            lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
+
+    def counts(self):
+        """``(hist, lookups, cold, reload)``: exact integers, or (fixed size) weighted floats."""
+        meta = self.meta
+        if not self.size_cap:
+            return self.hist, int(meta[M_LOOKUPS]), int(meta[M_COLD]), int(meta[M_RELOAD])
+        lk, cold, rel = (float(x) for x in self.fmeta)
+        return self.fhist, lk, cold, rel
+
+
+# ------------------------------------------------------------------ result
+@dataclass(frozen=True)
+class MissRatioCurve:
+    """The LRU misses of a stream at every capacity (fully associative) and associativity.
+
+    Attributes
+    ----------
+    line : int
+        Line size, bytes.
+    lookups : int
+        Counted references (loads, stores, RFOs; not arriving writebacks).
+    tail : numpy.ndarray
+        ``tail[c]``: lookups missing in a fully-associative LRU cache of ``c``
+        lines (``c = 0 .. len-1``; beyond, ``tail[-1]``). Floats when sampled.
+    compulsory : int or float
+        Lookups of lines never seen before (misses at any capacity).
+    reloads : int or float
+        Lookups of lines seen before but invalidated since (non-temporal stores).
+    distinct_lines : int
+        Distinct lines of the stream (exact streams; the estimate when sampled).
+    writes : int
+        Arriving writebacks (allocate, not lookups).
+    sets, max_ways : int or None
+        The set-associative geometry of ``sa_misses``.
+    sa_misses : numpy.ndarray or None
+        ``sa_misses[w-1]``: misses with ``sets`` sets of ``w`` ways, ``w = 1 .. max_ways``.
+    sample : dict or None
+        SHARDS: ``rate``, ``mode`` (``"rate"``/``"size"``), ``sampled_lookups``,
+        ``error_estimate`` (mean absolute miss-ratio error, estimated), ``size``.
+    source : dict
+        What the stream was (kernel and parameters, trace, machine and level).
+    """
+
+    line: int
+    lookups: int
+    tail: np.ndarray
+    compulsory: float
+    reloads: float
+    distinct_lines: int
+    writes: int = 0
+    sets: int | None = None
+    max_ways: int | None = None
+    sa_misses: np.ndarray | None = None
+    sample: dict | None = None
+    source: dict = field(default_factory=dict)
+    state_bytes: int = 0
+
+    def misses(self, lines):
+        """Misses of a fully-associative LRU cache of ``lines`` lines (scalar or array)."""
+        c = np.asarray(lines, dtype=np.int64)
+        if (c < 0).any():
+            raise HroofError(f"capacities must be >= 0 lines, got {lines!r}")
+        out = self.tail[np.minimum(c, self.tail.shape[0] - 1)]
+        return out.item() if out.ndim == 0 else out
+
+    def misses_at_bytes(self, nbytes):
+        """Misses at a capacity in bytes (whole lines: ``nbytes // line``)."""
+        return self.misses(np.asarray(nbytes, dtype=np.int64) // self.line)
+
+    def miss_ratio(self, lines):
+        """``misses(lines) / lookups`` (0 for an empty stream)."""
+        m = np.asarray(self.misses(lines), dtype=np.float64)
+        out = m / self.lookups if self.lookups else np.zeros_like(m)
+        return out.item() if out.ndim == 0 else out
+
+    @property
+    def sampled(self) -> bool:
+        return self.sample is not None
+
+    def to_dict(self, capacities=None) -> dict:
+        """JSON-ready (schema ``hroof.mrc/1``), the curve at ``capacities`` lines."""
+        caps = default_capacities(self) if capacities is None else np.asarray(capacities)
+        miss = np.asarray(self.misses(caps), dtype=np.float64)
+
+        def num(x):
+            return int(x) if not self.sampled else round(float(x), 3)
+
+        out = {
+            "schema": SCHEMA,
+            "source": dict(self.source),
+            "line": self.line,
+            "lookups": self.lookups,
+            "writes": self.writes,
+            "compulsory": num(self.compulsory),
+            "reloads": num(self.reloads),
+            "distinct_lines": self.distinct_lines,
+            "sample": None if self.sample is None else dict(self.sample),
+            "curve": [
+                {
+                    "lines": int(c),
+                    "bytes": int(c) * self.line,
+                    "misses": num(m),
+                    "miss_ratio": float(m) / self.lookups if self.lookups else 0.0,
+                }
+                for c, m in zip(caps.tolist(), miss.tolist(), strict=True)
+            ],
+            "set_associative": None,
+        }
+        if self.sa_misses is not None:
+            out["set_associative"] = {
+                "sets": self.sets,
+                "max_ways": self.max_ways,
+                "curve": [
+                    {
+                        "ways": w + 1,
+                        "bytes": (w + 1) * self.sets * self.line,
+                        "misses": int(m),
+                        "miss_ratio": int(m) / self.lookups if self.lookups else 0.0,
+                    }
+                    for w, m in enumerate(self.sa_misses.tolist())
+                ],
+            }
+        return out
+
+
+def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray:
+    """Capacities (lines) from 1 to past the distinct lines, ``per_octave`` points a doubling."""
+    top = max(2, int(curve.distinct_lines) * 2)
+    k = np.arange(0, int(math.log2(top) * per_octave) + 2)
+    caps = np.unique(np.round(2.0 ** (k / per_octave)).astype(np.int64))
+    return np.concatenate(([0], caps))
+
+
+# ------------------------------------------------------------------ driver
+_IDENTITY = np.arange(256, dtype=np.uint8)
+
+
+class StackDistances:
+    """Accumulate a miss-ratio curve from a stream of line events, batch by batch.
+
+    Parameters
+    ----------
+    line : int
+        Line size in bytes (for the result's byte capacities only).
+    sets : int, optional
+        With ``sets``, also the set-associative misses at 1..``max_ways`` ways.
+    max_ways : int
+        Deepest associativity counted exactly (O(max_ways) per reference).
+    rate : float, optional
+        SHARDS sampling rate in (0, 1]; None for the exact curve.
+    sample_size : int, optional
+        Fixed-size SHARDS: hold at most this many distinct sampled lines
+        (starting at ``rate`` or 1).
+
+    Notes
+    -----
+    Exact: O(log T) per reference with T <= 2 * (distinct lines + 65536),
+    memory O(distinct lines). The set-associative curve is exact at every
+    associativity, sampling does not apply to it.
+    """
+
+    def __init__(self, line: int = 64, *, sets: int | None = None, max_ways: int = 32,
+                 rate: float | None = None, sample_size: int | None = None):  # fmt: skip
+        if isinstance(line, bool) or not isinstance(line, int) or line < 1 or line & (line - 1):
+            raise HroofError(f"line must be a power of two number of bytes, got {line!r}")
+        if sets is not None and (isinstance(sets, bool) or not isinstance(sets, int) or sets < 1):
+            raise HroofError(f"sets must be a positive whole number, got {sets!r}")
+        if isinstance(max_ways, bool) or not isinstance(max_ways, int) or not 1 <= max_ways <= 4096:
+            raise HroofError(f"max_ways must be a whole number in 1..4096, got {max_ways!r}")
+        if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate <= 1):
+            raise HroofError(f"the sampling rate must be in (0, 1], got {rate!r}")
+        if sample_size is not None and (
+            isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 16
+        ):
+            raise HroofError(
+                f"the sample size must be a whole number >= 16 lines, got {sample_size!r}"
+            )
+        if sample_size is not None and rate is None:
+            rate = 1.0
+        self.line = line
+        self.sets = sets
+        self.max_ways = max_ways
+        self.rate = rate
+        self.sample_size = sample_size
+        self.thresh = SAMPLE_P if rate is None else max(1, round(rate * SAMPLE_P))
+        self.lookups = 0
+        if rate is None:
+            self.fa = _FAState()
+            self.subs = []
+        else:
+            scale = SAMPLE_P / self.thresh
+            cap = sample_size or 0
+            self.fa = _FAState(scale, self.thresh, cap)
+            sub_cap = max(16, cap // SUBSAMPLES) if cap else 0
+            self.subs = [
+                _FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
+            ]
+        self._buf = None
+        self.sa_stk = self.sa_hist = None
+        if sets is not None:
+            if sets * max_ways > 1 << 31:
+                raise HroofError(f"sets x max_ways = {sets * max_ways} is too many entries")
+            self.sa_stk = np.full(sets * max_ways, -1, dtype=np.int64)
+            self.sa_hist = np.zeros(max_ways + 1, dtype=np.int64)
+
+    def feed(self, lines, ops) -> None:
+        """Add a batch: ``lines`` (int64 line addresses, >= 0) and ``ops`` (``OP_*``)."""
+        lines = np.ascontiguousarray(lines, dtype=np.int64)
+        ops = np.ascontiguousarray(ops, dtype=np.uint8)
+        self.feed_events(lines, 0, ops, _IDENTITY)
+
+    def feed_events(self, src, shift: int, kinds, opmap) -> None:
+        """Add a batch of events: lines ``src >> shift``, operations ``opmap[kinds]``."""
+        if self.rate is None or self.sa_stk is not None:
+            lines = src >> shift if shift else src
+            ops = opmap[kinds]
+            if self.sa_stk is not None:
+                MK.sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
+            if self.rate is None:
+                self.fa.feed(lines, ops, lines)
+                return
+        n = src.shape[0]
+        states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
+        thresh = max(int(s.meta[M_THRESH]) for s, _ in states)
+        if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
+            self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
+                         np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
+        sl, so, sh, ss = self._buf
+        k, nlookups = MK.prefilter(src, shift, kinds, opmap, thresh, sl, so, sh, ss)
+        self.lookups += int(nlookups)
+        sl, so, sh, ss = sl[:k], so[:k], sh[:k], ss[:k]
+        out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
+        for state, want in states:
+            t = int(state.meta[M_THRESH])
+            if want < 0 and t == thresh:
+                state.feed(sl, so, sh)
+                continue
+            m = MK.filter_sample(sl, so, sh, ss, t, want, out_l, out_o, out_h)
+            if m:
+                state.feed(out_l[:m], out_o[:m], out_h[:m])
+
+    def _estimate(self, state: _FAState, fraction: float, caps=None):
+        """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
+
+        ``tail[c]`` is the estimated misses at ``c`` lines (dense up to the
+        largest scaled distance, then ``tail[-1]`` beyond), or at ``caps`` only
+        when given. The sampled lookups (weighted by the inverse rate of their
+        time in the fixed-size variant) are corrected to their expected number,
+        ``N R`` (``N``), by adding the difference to the first bucket
+        (Waldspurger et al. 2015, section 3.3): a sample that happens to hold a
+        hot line would otherwise count all of its references as a sample of the
+        whole.
+        """
+        hist, lk, cold, rel = state.counts()
+        used = int(np.max(np.flatnonzero(hist), initial=0)) + 1
+        hist = hist[:used].astype(np.float64)
+        if state.size_cap:
+            expected = self.lookups * fraction
+            scale = 1.0  # binned at their scaled distances already
+        else:
+            expected = self.lookups * fraction * state.meta[M_THRESH] / SAMPLE_P
+            scale = state.scale  # binned at sampled distances: scale them here
+        if expected <= 0:
+            return np.zeros(1), 0.0, 0.0
+        hist[0] += expected - lk
+        factor = self.lookups / expected
+        tail = np.append(np.cumsum(hist[::-1])[::-1], 0.0)  # sampled distance >= d
+        tail = np.minimum((tail + cold + rel) * factor, self.lookups)
+        # A cache of c lines misses the references at scaled distance d * scale >= c.
+        if caps is None:
+            caps = np.arange(math.ceil((tail.shape[0] - 1) * scale) + 1)
+        idx = np.minimum(np.ceil(np.asarray(caps) / scale).astype(np.int64), tail.shape[0] - 1)
+        return tail[idx], cold * factor, rel * factor
+
+    def finish(self, source: dict | None = None) -> MissRatioCurve:
+        """The curve of everything fed so far."""
+        fa = self.fa
+        sa = None
+        if self.sa_hist is not None:
+            sa = np.cumsum(self.sa_hist[::-1])[::-1][1:].copy()
+        if self.rate is None:
+            hist, lookups, cold, rel = fa.counts()
+            tail = np.cumsum(hist[::-1])[::-1] + cold + rel
+            used = int(np.max(np.flatnonzero(hist), initial=-1)) + 2
+            tail = tail[: max(used, 1)].astype(np.int64)
+            distinct = int(fa.meta[M_NKEYS])
+            return MissRatioCurve(
+                line=self.line, lookups=lookups, tail=tail, compulsory=cold, reloads=rel,
+                distinct_lines=distinct, writes=int(fa.meta[M_WRITES]), sets=self.sets,
+                max_ways=self.max_ways if sa is not None else None, sa_misses=sa,
+                source=dict(source or {}), state_bytes=self.state_bytes,
+            )  # fmt: skip
+        tail, cold, rel = self._estimate(fa, 1.0)
+        rate = fa.meta[M_THRESH] / SAMPLE_P
+        # Below about 1/R lines a sampled distance of 0 cannot be told apart from one
+        # of 1/R - 1: the curve is not resolved there.
+        resolution = math.ceil(1 / rate)
+        caps = None
+        errs = []
+        if self.lookups:
+            lo = math.log2(resolution)
+            top = max(lo + 1, math.log2(max(2, tail.shape[0])))
+            caps = np.unique(np.round(2.0 ** np.arange(lo, top + 0.25, 0.25))).astype(np.int64)
+            subs = []
+            for s in self.subs:
+                t, _, _ = self._estimate(s, 1.0 / SUBSAMPLES, caps)
+                subs.append(t / self.lookups)
+            spread = np.std(np.array(subs), axis=0, ddof=1)
+            errs = spread / math.sqrt(SUBSAMPLES)
+        sampled = int(fa.meta[M_LOOKUPS])
+        sample = {
+            "mode": "size" if self.sample_size else "rate",
+            "rate": float(rate),
+            "size": self.sample_size,
+            "sampled_lookups": sampled,
+            "dropped_lines": int(fa.meta[M_DROPPED]),
+            "error_estimate": float(np.mean(errs)) if len(errs) else 0.0,
+            "error_method": f"spread of {SUBSAMPLES} disjoint sub-samples / sqrt({SUBSAMPLES}), "
+            "mean over capacities from the resolution up",
+            "resolution_lines": resolution,
+        }
+        distinct = round(cold)  # each distinct line has one compulsory lookup (estimated)
+        return MissRatioCurve(
+            line=self.line, lookups=self.lookups, tail=tail, compulsory=cold, reloads=rel,
+            distinct_lines=distinct, writes=0, sets=self.sets,
+            max_ways=self.max_ways if sa is not None else None, sa_misses=sa, sample=sample,
+            source=dict(source or {}), state_bytes=self.state_bytes,
+        )  # fmt: skip
+
+    @property
+    def state_bytes(self) -> int:
+        n = self.fa.state_bytes + sum(s.state_bytes for s in self.subs)
+        if self.sa_stk is not None:
+            n += self.sa_stk.nbytes + self.sa_hist.nbytes
+        return n
+
+
+# ------------------------------------------------------------------ the stream of a level
+def _tap_class():
+    """A :class:`Simulator` that simulates the levels above ``target`` and hands over
+    the events reaching ``target`` instead of simulating it (imported lazily)."""
+    from hroof.cachesim.simulator import Simulator
+
+    class _Tap(Simulator):
+        def __init__(self, hierarchy, target, sink):
+            super().__init__(hierarchy, classify=False)
+            self._target = target
+            self._sink = sink
+
+        def _pass(self, lvl, src, shift, size, kind, out):
+            if lvl == self._target:
+                self._sink(src, shift, kind, MK.OPS)
+                return 0
+            return super()._pass(lvl, src, shift, size, kind, out)
+
+    return _Tap
+
+
+def level_index(hierarchy: HierarchyConfig, level: str | int | None) -> int:
+    """The index of ``level`` (a name, case-insensitive, or an index) in ``hierarchy``."""
+    if level is None:
+        return 0
+    names = [lv.name for lv in hierarchy.levels]
+    if isinstance(level, int) and not isinstance(level, bool):
+        if 0 <= level < len(names):
+            return level
+    else:
+        low = [n.lower() for n in names]
+        if str(level).lower() in low:
+            return low.index(str(level).lower())
+    raise HroofError(f"no level {level!r} in {hierarchy.name}; levels: {', '.join(names)}")
+
+
+def miss_ratio_curve(
+    chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    hierarchy: HierarchyConfig | None = None,
+    *,
+    level: str | int | None = None,
+    line: int = 64,
+    sets: int | None = None,
+    max_ways: int | None = None,
+    rate: float | None = None,
+    sample_size: int | None = None,
+    source: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> MissRatioCurve:
+    """The miss-ratio curve of a trace, or of the stream reaching one level of a hierarchy.
+
+    Parameters
+    ----------
+    chunks : iterable of (addr, size, kind)
+        The trace, as :func:`hroof.cachesim.simulate` takes it.
+    hierarchy : HierarchyConfig, optional
+        With ``level``: the levels above it are simulated and the curve is of
+        the stream they send to it (their misses, RFOs, writebacks and NT
+        invalidations). Without, the line size is ``line``.
+    level : str or int, optional
+        The level (default the first: the trace itself, split into lines).
+    sets, max_ways : int, optional
+        Set-associative misses at ``sets`` sets (default: the level's) and
+        every associativity up to ``max_ways`` (default: ``max(32, 2 * ways)``).
+    rate, sample_size : optional
+        SHARDS sampling rate, fixed sample size (distinct lines).
+    progress : callable, optional
+        Called with each chunk's number of accesses.
+
+    Returns
+    -------
+    MissRatioCurve
+
+    >>> import numpy as np
+    >>> addr = np.array([0, 64, 128, 0, 64, 128]) ; z = np.zeros(6, np.int64)
+    >>> c = miss_ratio_curve([(addr, z + 8, z)])
+    >>> [c.misses(k) for k in range(5)]
+    [6, 6, 6, 3, 3]
+    """
+    lv_cfg = None
+    if hierarchy is None:
+        if level not in (None, 0):
+            raise HroofError("--level needs a machine (the levels above it are simulated)")
+        target = 0
+        hierarchy = HierarchyConfig((LevelConfig("L1", line, 1, line),), name="none")
+    else:
+        if not isinstance(hierarchy, HierarchyConfig):
+            raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
+        target = level_index(hierarchy, level)
+        lv_cfg = hierarchy.levels[target]
+        line = hierarchy.line
+        if sets is None:
+            sets = lv_cfg.sets
+        if max_ways is None:
+            max_ways = max(32, 2 * lv_cfg.ways)
+    if max_ways is None:
+        max_ways = 32
+    sd = StackDistances(line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size)
+    tap = _tap_class()(
+        HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
+        target,
+        sd.feed_events,
+    )
+    for addr, size, kind in chunks:
+        tap.feed(addr, size, kind)
+        if progress is not None:
+            progress(len(addr))
+    tap.finish()
+    src = dict(source or {})
+    if lv_cfg is not None:
+        src.update(machine=hierarchy.name, level=lv_cfg.name)
+        if not lv_cfg.write_allocate:
+            src["note"] = (
+                f"{lv_cfg.name} does not write-allocate: the curve treats its store misses as "
+                "allocating, so it is not exact against the simulator there"
+            )
+    return sd.finish(src)
+
+
+__all__ = [
+    "SCHEMA",
+    "MissRatioCurve",
+    "StackDistances",
+    "default_capacities",
+    "level_index",
+    "miss_ratio_curve",
+]

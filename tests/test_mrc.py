@@ -1,0 +1,387 @@
+"""Miss-ratio curves (``hroof.cachesim.mrc``): the Numba passes against their naive twins,
+and the curves against the simulator at each level's capacity and geometry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from naive_mrc import naive_fa, naive_fa_misses, naive_sa_misses
+from numpy.testing import assert_array_equal
+
+from hroof._base.errors import HroofError
+from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import hierarchy, resolve_machine, simulate
+from hroof.cachesim import mrc as M
+from hroof.traces import plan_kernel
+
+
+def _random_events(rng, n, nlines, p=(0.6, 0.15, 0.15, 0.1)):
+    lines = rng.integers(0, nlines, n)
+    ops = rng.choice(4, n, p=list(p)).astype(np.uint8)
+    return lines, ops
+
+
+def _curve(lines, ops, *, sets=None, max_ways=8, batch=None):
+    sd = M.StackDistances(64, sets=sets, max_ways=max_ways)
+    batch = batch or max(1, len(lines))
+    for lo in range(0, len(lines), batch):
+        sd.feed(lines[lo : lo + batch], ops[lo : lo + batch])
+    return sd.finish()
+
+
+def _fresh(plan, chunk=1 << 14):
+    """The kernel's chunks, copied (a generator may reuse its buffers)."""
+    return [tuple(a.copy() for a in ch) for ch in plan.chunks(chunk)]
+
+
+# ----------------------------------------------------------------- hand cases
+def test_worked_example_of_the_module_notes():
+    # C, B, A (stack A B C), then D (a miss everywhere), invalidate A, then C at distance 3.
+    a, b, c_, d = 0, 1, 2, 3
+    lines = np.array([c_, b, a, d, a, c_])
+    ops = np.array([0, 0, 0, 0, MK.OP_INVAL, 0], dtype=np.uint8)
+    c = _curve(lines, ops)
+    # C misses in caches of up to 3 lines (the 2-line one holds D and a free slot).
+    assert [c.misses(k) for k in range(6)] == [5, 5, 5, 5, 4, 4]
+    assert (c.compulsory, c.reloads, c.distinct_lines) == (4, 0, 4)
+
+
+def test_reload_after_invalidation_is_not_compulsory():
+    lines = np.array([5, 5, 5, 5])
+    ops = np.array([0, MK.OP_INVAL, 0, 0], dtype=np.uint8)
+    c = _curve(lines, ops)
+    assert (c.lookups, c.compulsory, c.reloads) == (3, 1, 1)
+    assert [c.misses(k) for k in range(3)] == [3, 2, 2]
+
+
+def test_writes_allocate_but_do_not_count():
+    lines = np.array([1, 1, 2, 1])
+    ops = np.array([MK.OP_WRITE, 0, 0, 0], dtype=np.uint8)
+    c = _curve(lines, ops)
+    assert (c.lookups, c.writes, c.compulsory) == (3, 1, 1)
+    assert [c.misses(k) for k in range(3)] == [3, 2, 1]
+
+
+# ----------------------------------------------------------------- naive twins
+@pytest.mark.parametrize("seed", range(40))
+def test_fully_associative_equals_naive_twins(seed):
+    rng = np.random.default_rng(seed)
+    lines, ops = _random_events(rng, int(rng.integers(1, 400)), int(rng.integers(1, 40)))
+    c = _curve(lines, ops, batch=int(rng.integers(1, 50)))
+    hist, cold, reload, writes, distinct = naive_fa(lines, ops)
+    caps = np.arange(0, 45)
+    ref = naive_fa_misses(lines, ops, caps.tolist())
+    assert_array_equal(c.misses(caps), ref)
+    # The twin's distance histogram gives the same tail.
+    tail = [cold + reload + sum(v for d, v in hist.items() if d >= k) for k in caps]
+    assert_array_equal(c.misses(caps), tail)
+    assert (c.compulsory, c.reloads, c.writes, c.distinct_lines) == (
+        cold,
+        reload,
+        writes,
+        distinct,
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_set_associative_equals_naive_twin(seed):
+    rng = np.random.default_rng(100 + seed)
+    lines, ops = _random_events(rng, int(rng.integers(1, 300)), int(rng.integers(1, 40)))
+    sets = int(rng.integers(1, 5))
+    c = _curve(lines, ops, sets=sets, max_ways=6, batch=int(rng.integers(1, 50)))
+    assert_array_equal(c.sa_misses, naive_sa_misses(lines, ops, sets, 6))
+    # One set of w ways is the fully-associative cache of w lines.
+    if sets == 1:
+        assert_array_equal(c.sa_misses, c.misses(np.arange(1, 7)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compaction_keeps_the_curve(seed, monkeypatch):
+    """Tiny trees and blocks force renumbering of the times many times."""
+    rng = np.random.default_rng(200 + seed)
+    lines, ops = _random_events(rng, 3000, 60)
+    whole = _curve(lines, ops)
+    monkeypatch.setattr(M._FAState, "MIN_TREE", 128)
+    monkeypatch.setattr(M._FAState, "BLOCK", 7)
+    cut = _curve(lines, ops, batch=13)
+    caps = np.arange(0, 70)
+    assert_array_equal(cut.misses(caps), whole.misses(caps))
+    assert_array_equal(cut.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(st.integers(0, 12), st.sampled_from([0, 0, 0, 1, 2, 3])), max_size=120
+    )
+)
+def test_curve_properties(events):
+    lines = np.array([e[0] for e in events], dtype=np.int64)
+    ops = np.array([e[1] for e in events], dtype=np.uint8)
+    c = _curve(lines, ops, sets=2, max_ways=4)
+    caps = np.arange(0, 20)
+    m = np.asarray(c.misses(caps))
+    assert (np.diff(m) <= 0).all(), "misses never increase with capacity"
+    assert c.misses(0) == c.lookups
+    assert c.misses(10**9) == c.compulsory + c.reloads
+    if not (ops >= MK.OP_INVAL).any() and not (ops == MK.OP_WRITE).any():
+        assert c.misses(10**9) == len(set(lines.tolist()))
+    assert (np.diff(c.sa_misses) <= 0).all()
+    assert_array_equal(c.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
+
+
+# ----------------------------------------------------------------- against the simulator
+def _random_trace(seed, n=6000, span=12000):
+    rng = np.random.default_rng(seed)
+    addr = rng.integers(0, span, n) * 4
+    size = rng.choice([4, 8, 16], n)
+    kind = rng.choice(3, n, p=[0.6, 0.3, 0.1])
+    return [(addr, size, kind)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lines", [1, 5, 16, 48])
+def test_curve_of_a_level_equals_a_fully_associative_level(seed, lines):
+    """Every capacity: a fully-associative level of that many lines misses exactly the curve."""
+    trace = _random_trace(seed)
+    h = hierarchy(
+        {"name": "L1", "size": 512, "ways": 2},
+        {"name": "L2", "size": 64 * lines, "ways": lines},
+        {"name": "L3", "size": 64 * 96, "ways": 96},
+    )
+    r = simulate(h, trace)
+    for i, name in ((1, "L2"), (2, "L3")):
+        c = M.miss_ratio_curve(trace, h, level=name)
+        lv = h.levels[i]
+        assert c.misses(lv.lines) == r.levels[i].misses
+        assert c.lookups == r.levels[i].lookups
+        assert c.compulsory == r.levels[i].misses_by_class["compulsory"]
+        # Arriving writebacks, less the dirty copies NT stores carry down (not writes here).
+        assert 0 < c.writes <= r.levels[i].writebacks_in
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_set_associative_curve_equals_each_level(seed):
+    trace = _random_trace(seed)
+    h = hierarchy(
+        {"name": "L1", "size": 512, "ways": 2},
+        {"name": "L2", "size": 2048, "ways": 4},
+        {"name": "L3", "size": 64 * 3 * 12, "ways": 3},  # 12 sets: not a power of two
+    )
+    r = simulate(h, trace)
+    for i, lv in enumerate(h.levels):
+        c = M.miss_ratio_curve(trace, h, level=lv.name)
+        assert c.sa_misses[lv.ways - 1] == r.levels[i].misses
+        cls = r.levels[i].misses_by_class
+        # The shadow misses are the compulsory and capacity misses, plus the shadow
+        # misses where the set-associative level hit (possible, rare).
+        assert c.misses(lv.lines) >= cls["compulsory"] + cls["capacity"]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "params"),
+    [("stencil7", {"n": 14}), ("spmv", {"matrix": "poisson2d", "n": 24}), ("triad", {"n": 3000})],
+)
+def test_kernel_streams_against_the_simulator(kernel, params):
+    plan = plan_kernel(kernel, **params)
+    levels = [
+        {"name": "L1", "size": 2048, "ways": 4},
+        {"name": "L2", "size": 8192, "ways": 8},
+        {"name": "L3", "size": 3 * 8192, "ways": 6},
+    ]
+    h = hierarchy(*levels)
+    r = simulate(h, _fresh(plan))
+    for i, lv in enumerate(h.levels):
+        c = M.miss_ratio_curve(_fresh(plan), h, level=i)
+        assert c.sa_misses[lv.ways - 1] == r.levels[i].misses
+        # The curve is the simulator's fully-associative shadow: its misses are the
+        # compulsory and capacity ones plus those where the real level hit.
+        cls = r.levels[i].misses_by_class
+        extra = c.misses(lv.lines) - cls["compulsory"] - cls["capacity"]
+        assert 0 <= extra <= r.levels[i].hits
+        # The same level made fully associative (same stream from above) misses exactly it.
+        fa = [dict(x) for x in levels]
+        fa[i]["ways"] = lv.lines
+        rf = simulate(hierarchy(*fa), _fresh(plan))
+        assert c.misses(lv.lines) == rf.levels[i].misses
+        cls = rf.levels[i].misses_by_class
+        assert c.misses(lv.lines) == cls["compulsory"] + cls["capacity"]
+
+
+def test_nt_stores_at_lower_levels():
+    """NT stores invalidate below too: holes at every level's stack."""
+    plan = plan_kernel("triad", n=2000, nt="true")
+    h = hierarchy(
+        {"name": "L1", "size": 1024, "ways": 2},
+        {"name": "L2", "size": 4096, "ways": 64},
+    )
+    r = simulate(h, _fresh(plan))
+    c = M.miss_ratio_curve(_fresh(plan), h, level="L2")
+    assert c.misses(64) == r.levels[1].misses
+
+
+# ----------------------------------------------------------------- sampling
+def test_rate_one_is_exact():
+    trace = _random_trace(7)
+    exact = M.miss_ratio_curve(trace)
+    full = M.miss_ratio_curve(trace, rate=1.0)
+    caps = np.arange(0, 200)
+    np.testing.assert_allclose(full.misses(caps), exact.misses(caps))
+    assert full.sample["rate"] == 1.0
+
+
+@pytest.mark.slow  # 0.2 s compiled, 20 s with NUMBA_DISABLE_JIT=1 (the coverage lane)
+def test_sampling_estimates_a_random_curve():
+    rng = np.random.default_rng(3)
+    addr = (rng.zipf(1.3, 200_000) % 50_000) * 64
+    z = np.zeros_like(addr)
+    trace = [(addr, z + 8, z)]
+    exact = M.miss_ratio_curve(trace)
+    caps = np.unique(np.geomspace(100, 100_000, 40).astype(np.int64))
+    for kw in ({"rate": 0.1}, {"sample_size": 4000}):
+        est = M.miss_ratio_curve(trace, **kw)
+        err = np.mean(np.abs(est.miss_ratio(caps) - exact.miss_ratio(caps)))
+        assert err < 0.02, (kw, err)
+        assert 0 < est.sample["error_estimate"] < 0.05
+        assert est.sample["rate"] <= kw.get("rate", 1.0) * 1.001
+    fixed = M.miss_ratio_curve(trace, sample_size=1000)
+    assert fixed.sample["dropped_lines"] > 0 and fixed.sample["rate"] < 0.2
+
+
+def test_fixed_size_keeps_its_bound():
+    rng = np.random.default_rng(4)
+    lines = rng.integers(0, 10**6, 50_000)
+    sd = M.StackDistances(64, sample_size=500)
+    sd.feed(lines, np.zeros(lines.shape[0], np.uint8))
+    assert sd.fa.meta[MK.M_SAMPLED] <= 500
+    assert sd.fa.meta[MK.M_LIVE] <= 500
+
+
+# ----------------------------------------------------------------- input checks
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"rate": 0.0}, "sampling rate"),
+        ({"rate": 2}, "sampling rate"),
+        ({"sample_size": 3}, "sample size"),
+        ({"max_ways": 0}, "max_ways"),
+        ({"sets": 0}, "sets"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(HroofError, match=match):
+        M.StackDistances(64, **kwargs)
+
+
+def test_unknown_level_and_level_without_machine():
+    h = resolve_machine("skylake-sp")
+    with pytest.raises(HroofError, match="no level 'L9'"):
+        M.miss_ratio_curve([], h, level="L9")
+    with pytest.raises(HroofError, match="needs a machine"):
+        M.miss_ratio_curve([], level="L2")
+
+
+def test_to_dict_schema():
+    c = M.miss_ratio_curve(_random_trace(1), hierarchy({"name": "L1", "size": 1024, "ways": 2}))
+    d = c.to_dict()
+    assert d["schema"] == "hroof.mrc/1"
+    assert d["curve"][0] == {"lines": 0, "bytes": 0, "misses": c.lookups, "miss_ratio": 1.0}
+    assert d["set_associative"]["sets"] == 8
+    assert d["source"]["level"] == "L1"
+
+
+# ----------------------------------------------------------------- knees, layer conditions, AI
+def test_stencil_knees_sit_on_the_layer_conditions():
+    from hroof.roofline.mrc import layer_capacities, report
+
+    plan = plan_kernel("stencil7", n=20)
+    h = hierarchy({"name": "L1", "size": 4096, "ways": 8}, {"name": "L2", "size": 65536, "ways": 8})
+    sim = simulate(h, _fresh(plan), flops=plan.flops)
+    c = M.miss_ratio_curve(_fresh(plan), h, source=plan.source())
+    lc = layer_capacities("stencil7", plan.params, h)
+    rep = report(c, h, level=0, flops=plan.flops, simulated=sim, layer_conditions=lc)
+    knees = [k.bytes for k in rep.knees]
+    # The exact LRU rule: each layer condition is a knee (its 90 % point comes a little
+    # earlier on a small grid, where the halo planes shorten some reuses).
+    for need in lc.values():
+        assert min(abs(k - need) for k in knees) <= 0.1 * need, (knees, lc)
+    assert rep.levels[0].simulated_misses == sim.levels[0].misses
+    row = next(r for r in rep.ai_rows if r["capacity"] == 4096)
+    wb = sim.levels[0].writebacks
+    assert row["bytes_below"] == (c.misses(64) + wb) * 64
+    assert row["ai"] == plan.flops / row["bytes_below"]
+    d = rep.to_dict()
+    assert d["schema"] == "hroof.mrc/1" and d["below"] == "L2" and len(d["knees"]) == len(knees)
+
+
+def test_knee_of_a_cyclic_loop_and_no_knee_without_lookups():
+    from hroof.roofline.mrc import find_knees
+
+    lines = np.tile(np.arange(300), 5)
+    c = _curve(lines, np.zeros(lines.shape[0], np.uint8))
+    (k,) = find_knees(c)
+    assert (k.lines, k.before, k.after) == (300, 1.0, 0.2)
+    assert find_knees(_curve(np.zeros(0, np.int64), np.zeros(0, np.uint8))) == []
+
+
+def test_figure(tmp_path):
+    from hroof._base.files import save_figure
+    from hroof.plots.mrc import plot_mrc
+    from hroof.roofline.mrc import report
+
+    h = hierarchy({"name": "L1", "size": 1024, "ways": 2}, {"name": "L2", "size": 4096, "ways": 4})
+    for kw in ({}, {"rate": 0.5}):
+        c = M.miss_ratio_curve(_random_trace(2), h, **kw)
+        fig = plot_mrc(report(c, h, layer_conditions={"2D": 2048}))
+        assert save_figure(fig, tmp_path / "mrc.png").stat().st_size > 0
+
+
+# ----------------------------------------------------------------- command line
+def test_cli_prints_knees_next_to_layer_conditions(capsys, tmp_path):
+    from helpers import run_cli
+
+    fig, table = tmp_path / "mrc.png", tmp_path / "mrc.csv"
+    argv = ["mrc", "stencil7", "n=24", "--machine", "skylake-sp", "--out", fig, "--csv", table]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "Knees" in out and "2D:" in out and "3D:" in out
+    assert "L1" in out and "simulated" in out and "AI of L2" in out
+    assert fig.stat().st_size > 0
+    rows = table.read_text().splitlines()
+    assert rows[0] == "capacity_lines,capacity_bytes,misses,miss_ratio" and len(rows) > 10
+
+
+def test_cli_json_level_and_sample(capsys):
+    import json
+
+    from helpers import run_cli
+
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=16", "--level", "l2", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["schema"] == "hroof.mrc/1" and d["level"] == "L2"
+    lv = next(m for m in d["levels"] if m["name"] == "L2")
+    assert lv["simulated_misses"] is not None
+    code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5", "--json")
+    d = json.loads(out)
+    assert d["sample"]["mode"] == "rate" and 0.49 < d["sample"]["rate"] <= 0.5001
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["mrc"], ["KERNEL"]),
+        (["mrc", "stencil7", "--level", "L9"], ["L9"]),
+        (["mrc", "stencil7", "--sample", "0"], ["sampling rate"]),
+        (["mrc", "stencil7", "--sample", "0.1", "--sample-size", "100"], ["not both"]),
+        (["mrc", "stencil7", "--out", "x.txt"], [".png"]),
+        (["mrc", "stencil7", "--flops", "10"], ["--trace"]),
+        (["mrc", "stencil7", "--sample-size", "3"], ["sample size"]),
+    ],
+)
+def test_cli_bad_input(capsys, argv, words):
+    from helpers import assert_cli_bad
+
+    assert_cli_bad(capsys, argv, *words)
