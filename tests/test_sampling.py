@@ -192,3 +192,28 @@ def test_cli_simulate_and_sweep_sample_sets(capsys, tmp_path):
     assert code == 0
     points = json.loads(out)["points"]
     assert [p["result"]["sampling"]["k"] for p in points] == [4, 4]
+
+
+def test_study_sample_sets_from_file_and_option(tmp_path, capsys, monkeypatch):
+    import json
+
+    from helpers import assert_cli_bad, run_cli
+
+    from hroof.studies.study import load_study
+
+    study = tmp_path / "s.toml"
+    study.write_text(
+        'name = "s"\nmachines = ["skylake-sp"]\n[options]\nclassify = false\n'
+        'sample_sets = "1/16"\n[[kernel]]\nname = "triad"\nparams = { n = "20000,40000" }\n'
+    )
+    spec = load_study(study)
+    assert spec.sample_sets == 16 and spec.options["sample_sets"] == 16
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "study", study, "--json", "-q", "--workers", "1")
+    assert code == 0
+    doc = json.loads(out)
+    assert [p["result"]["sampling"]["k"] for p in doc["points"]] == [16, 16]
+    assert_cli_bad(capsys, ["study", study, "--sample-sets", "1/3", "-q"], "1/3", "divide")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(study.read_text().replace('"1/16"', '"16/1"'))
+    assert_cli_bad(capsys, ["study", bad, "-q"], "sample_sets", "1/K")

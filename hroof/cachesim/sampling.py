@@ -80,14 +80,19 @@ def parse_sample(text: str | int) -> int:
     return k
 
 
+def check_sample(hierarchy: HierarchyConfig, k: int) -> None:
+    """Raise :class:`HroofError` unless 1/k set sampling is exact on ``hierarchy``."""
+    _check_k(hierarchy, k, 0)
+
+
 def _check_k(hierarchy: HierarchyConfig, k: int, residue: int) -> int:
     g = set_modulus(hierarchy)
     if k < 1 or g % k:
         divisors = [d for d in (2, 4, 8, 16, 32, 64, 128, 256) if g % d == 0]
+        sets = ", ".join(str(lv.sets) for lv in hierarchy.levels)
         raise HroofError(
-            f"set sampling 1/{k}: K must divide the greatest common divisor of the levels' "
-            f"set counts ({g} for {', '.join(str(lv.sets) for lv in hierarchy.levels)}); "
-            f"try one of {divisors or [1]}"
+            f"set sampling 1/{k} on {hierarchy.name}: K must divide the greatest common divisor "
+            f"of the levels' set counts ({g} for {sets}); try one of {divisors or [1]}"
         )
     if not 0 <= residue < k:
         raise HroofError(f"sampled residue must be in 0..{k - 1}, got {residue}")
