@@ -158,16 +158,6 @@ def _hash(key, bits):
 
 # --------------------------------------------------------------------- sets
 @njit(**INLINE)
-def _set_base(geo, lvl, line):
-    m = geo.mask[lvl]
-    if m >= 0:
-        s = line & m
-    else:
-        s = line % geo.nsets[lvl]
-    return geo.off[lvl] + s * geo.ways[lvl]
-
-
-@njit(**INLINE)
 def _find(tags, base, ways, line):
     for p in range(ways):
         if (tags[base + p] >> 1) == line:
@@ -181,16 +171,6 @@ def _to_front(tags, base, p, dirty):
     for q in range(p, 0, -1):
         tags[base + q] = tags[base + q - 1]
     tags[base] = t
-
-
-@njit(**INLINE)
-def _insert(tags, base, ways, line, dirty):
-    """Insert ``line`` as MRU; return the evicted slot value (-1 if none)."""
-    victim = tags[base + ways - 1]
-    for q in range(ways - 1, 0, -1):
-        tags[base + q] = tags[base + q - 1]
-    tags[base] = (line << 1) | dirty
-    return victim
 
 
 @njit(**INLINE)
@@ -399,58 +379,6 @@ def _sh_drop(sh, lvl, line):
     _sh_tab_delete(sh, lvl, slot)
     sh.free[sh.noff[lvl] + sh.meta[lvl, S_NFREE]] = nd
     sh.meta[lvl, S_NFREE] += 1
-
-
-# ------------------------------------------------------------- input check
-def addr_limit_bits(line_bits):
-    """Addresses must be below ``2**addr_limit_bits(line_bits)``.
-
-    2**62, except for lines under 8 bytes, where a line index shifted left by
-    ``EV_BITS`` must still fit in an int64 event.
-    """
-    return min(62, 63 - EV_BITS + line_bits)
-
-
-@njit(**JIT)
-def scan_chunk(addr, size, kind, line_bits, limit):
-    """One branch-free (vectorisable) pass over a chunk before anything is simulated.
-
-    Returns the counts of bad addresses, sizes and kinds, of accesses that
-    straddle a line boundary, and the core's counters (``K_*`` order: loads,
-    stores, NT stores and their bytes), which the driver adds only once the
-    chunk is known to be valid.
-    """
-    bad_addr = 0
-    bad_size = 0
-    bad_kind = 0
-    straddles = 0
-    n_loads = 0
-    n_stores = 0
-    n_nt = 0
-    b_loads = 0
-    b_stores = 0
-    b_nt = 0
-    for i in range(addr.shape[0]):
-        a = addr[i]
-        s = size[i]
-        k = kind[i]
-        bad_addr += (a < 0) | (a >= limit)
-        bad_size += s <= 0
-        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
-        bad_kind += k > 2
-        is_load = k == KIND_LOAD
-        is_store = k == KIND_STORE
-        is_nt = k == KIND_NT
-        n_loads += is_load
-        n_stores += is_store
-        n_nt += is_nt
-        b_loads += s * is_load
-        b_stores += s * is_store
-        b_nt += s * is_nt
-    return (
-        bad_addr, bad_size, bad_kind, straddles,
-        n_loads, n_stores, n_nt, b_loads, b_stores, b_nt,
-    )  # fmt: skip
 
 
 # --------------------------------------------------------------- level pass
@@ -705,49 +633,3 @@ def count_dirty(geo, st, lvl):
         if tags[i] >= 0 and (tags[i] & 1):
             n += 1
     return n
-
-
-@njit(**JIT)
-def sample_filter(addr, size, kind, line_bits, m, k, residue, per_class, out_addr, out_size,
-                  out_kind, out_group):  # fmt: skip
-    """Keep the accesses whose line is ``residue`` modulo ``k``, in order (set sampling).
-
-    Counts every access's line class modulo ``m`` (a multiple of ``k``) into
-    ``per_class`` (``4 * m`` counters, summed by the caller: four interleaved
-    copies, so that runs of accesses to one line do not wait on one counter),
-    copies the kept accesses to the ``out_*`` arrays with their group
-    ``(line mod m) // k``, and returns how many were kept. Each access must lie
-    within one line.
-    """
-    m_pow2 = (m & (m - 1)) == 0
-    k_pow2 = (k & (k - 1)) == 0
-    j = 0
-    for i in range(addr.shape[0]):
-        a = addr[i]
-        line = a >> line_bits
-        key = line & (m - 1) if m_pow2 else line % m
-        per_class[(i & 3) * m + key] += 1
-        r = key & (k - 1) if k_pow2 else key % k
-        if r == residue:
-            out_addr[j] = a
-            out_size[j] = size[i]
-            out_kind[j] = kind[i]
-            out_group[j] = key // k
-            j += 1
-    return j
-
-
-@njit(**JIT)
-def group_scatter(addr, size, kind, group, starts, out_addr, out_size, out_kind):
-    """Reorder kept accesses group by group, keeping their order within a group.
-
-    ``starts[g]`` is where group ``g`` begins in the ``out_*`` arrays (the
-    running sum of the group sizes); it is advanced as the group is filled.
-    """
-    for i in range(addr.shape[0]):
-        g = group[i]
-        j = starts[g]
-        out_addr[j] = addr[i]
-        out_size[j] = size[i]
-        out_kind[j] = kind[i]
-        starts[g] = j + 1

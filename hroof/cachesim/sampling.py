@@ -50,6 +50,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
+from hroof.cachesim import _stream_kernels as SK
 from hroof.cachesim.config import HierarchyConfig
 from hroof.cachesim.result import SimResult
 from hroof.cachesim.simulator import Simulator, _as_chunk, _split_lines
@@ -163,7 +164,7 @@ class SampledSimulator:
             self._buf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.uint8),
                          np.empty(n, np.uint8))  # fmt: skip
         counts = np.zeros(4 * self._m, dtype=np.int64)
-        kept = K.sample_filter(
+        kept = SK.sample_filter(
             addr, size, kind, lb, self._m, self.k, self.residue, counts, *self._buf
         )
         counts = counts.reshape(4, self._m).sum(axis=0)
@@ -174,7 +175,7 @@ class SampledSimulator:
             ends = np.cumsum(sizes)
             starts = ends - sizes
             out = (np.empty(kept, np.int64), np.empty(kept, np.int64), np.empty(kept, np.uint8))
-            K.group_scatter(a, s, k, grp, starts.copy(), *out)
+            SK.group_scatter(a, s, k, grp, starts.copy(), *out)
             self._filter_s += time.perf_counter() - t0
             for sim, lo, hi in zip(self._sims, starts.tolist(), ends.tolist(), strict=True):
                 if hi > lo:

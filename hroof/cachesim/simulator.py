@@ -20,6 +20,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
+from hroof.cachesim import _stream_kernels as SK
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
     MISS_CLASSES,
@@ -83,8 +84,8 @@ def _as_chunk(addr, size, kind, line_bits: int):
     addr = _as_int(addr, np.int64)
     size = _as_int(size, np.int64)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
-    bits = K.addr_limit_bits(line_bits)
-    bad_addr, bad_size, bad_kind, straddles, *core = K.scan_chunk(
+    bits = SK.addr_limit_bits(line_bits)
+    bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
         addr, size, kind, line_bits, 1 << bits
     )
     if bad_addr:
