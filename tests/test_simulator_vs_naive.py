@@ -186,3 +186,28 @@ def test_real_l3_geometry_non_power_of_two_sets():
         lv = r.levels[0]
         assert lv.misses == 21 + conflicts
         assert lv.misses_by_class == {"compulsory": 21, "capacity": 0, "conflict": conflicts}
+
+
+def test_five_levels_use_wider_flag_words():
+    """Five levels need 16-bit flag words (two bits a level): classification still exact."""
+    spec = [(1, 2, True), (2, 2, True), (2, 2, False), (4, 2, True), (4, 4, True)]
+    h = levels_from(spec, 64)
+    rng = np.random.default_rng(21)
+    addr, size, kind = random_trace(rng, 1500, lines=120, p=(0.5, 0.4, 0.1))
+    sim = Simulator(h)
+    assert sim._fl.pages.dtype == np.uint16
+    accesses = list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+    assert_same(fast_dict(h, addr, size, kind, chunks=3), naive_simulate(naive_levels(h), accesses))
+
+
+def test_tiny_lines_limit_addresses():
+    """With 4-byte lines a line index shifted into an event must fit in an int64."""
+    from hroof._base.errors import HroofError
+
+    h = HierarchyConfig((LevelConfig("L1", 64, 2, 4), LevelConfig("L2", 128, 2, 4)))
+    sim = Simulator(h, classify=False)
+    sim.feed(np.array([2**61 - 4]), np.array([4]), np.array([1], np.uint8))
+    with pytest.raises(HroofError, match=r"not below 2\*\*61"):
+        sim.feed(np.array([2**61]), np.array([4]), np.array([0], np.uint8))
+    r = sim.finish()
+    assert r.levels[1].misses == 1 and r.levels[1].writebacks == 1

@@ -38,17 +38,20 @@ All state lives in flat NumPy arrays, bundled in named tuples (see
 Classification state (only when classifying):
 
 flag pages
-    One uint32 word per distinct line touched: bit ``l`` = seen at level
-    ``l``, bit ``16 + l`` = written back from level ``l`` at least once.
+    One word per distinct line touched (uint8 for up to 4 levels, uint16 up
+    to 8, uint32 up to 16: :func:`flag_dtype`): bit ``l`` = seen at level
+    ``l``, bit ``wb0 + l`` = written back from level ``l`` at least once
+    (``wb0`` is 4, 8 or 16, kept in ``meta[M_WB0]``).
     Lines are grouped in pages of ``PAGE`` lines; an open-addressing hash
-    table maps ``line >> PAGE_BITS`` to a page. Dense traces cost 4 bytes per
-    line touched.
+    table maps ``line >> PAGE_BITS`` to a page. Dense traces cost 1 byte per
+    line touched (up to 4 levels).
 
 shadows
     Per level, a fully-associative LRU cache of the level's capacity in
     lines: a doubly-linked list of nodes (``node``: the line and its packed
     links, 16 bytes a node) in recency order plus a linear-probing hash table
-    (``tab``, int32) from line to node, so every operation is O(1) expected
+    (``tab``, int64 ``home << 32 | node``, so probing and deleting read no
+    node) from line to node, so every operation is O(1) expected
     whatever the capacity (an L3 of 500 000 lines costs the same per event
     as an L1 of 768).
 
@@ -79,6 +82,9 @@ EV_NT = 2  # a non-temporal store: invalidate every copy
 EV_RFO = 6  # a read for ownership
 EV_WB = 7  # a writeback of a dirty line
 EV_NTC = 8  # a non-temporal store carrying a dirty copy from above
+# Events below L1 are packed in one int64: ``line << EV_BITS | kind``.
+EV_BITS = 4
+EV_MASK = (1 << EV_BITS) - 1
 
 # Per-level counters.
 C_LOOKUPS = 0
@@ -107,12 +113,24 @@ NCORE = 6
 PAGE_BITS = 9
 PAGE = 1 << PAGE_BITS
 SEEN_BIT0 = 0
-WB_BIT0 = 16
+
+
+def flag_dtype(nlevels):
+    """The flag word of a hierarchy of ``nlevels``, and the bit of level 0's written-back flag.
+
+    Two bits a level: uint8 up to 4 levels, uint16 up to 8, uint32 up to 16.
+    """
+    for dtype, wb0 in ((np.uint8, 4), (np.uint16, 8), (np.uint32, 16)):
+        if nlevels <= wb0:
+            return dtype, wb0
+    raise ValueError(f"at most 16 levels, got {nlevels}")
+
 
 # Page-table meta slots.
 M_NPAGES = 0
 M_PT_USED = 1
-NMETA = 2
+M_WB0 = 2  # the bit of level 0's written-back flag (see flag_dtype)
+NMETA = 3
 # Recent regions cached in front of the page table (a power of two).
 RCACHE = 64
 
@@ -127,7 +145,7 @@ _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
 Geometry = namedtuple("Geometry", ["ways", "nsets", "off", "mask", "wa", "line_bits", "nlevels"])
 State = namedtuple("State", ["tags", "ctr", "core"])
-Events = namedtuple("Events", ["line", "kind", "size"])
+Events = namedtuple("Events", ["ev", "size"])
 Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta", "rcache"])
 Shadow = namedtuple("Shadow", ["node", "free", "tab", "noff", "ncap", "toff", "tbits", "meta"])
 
@@ -139,16 +157,6 @@ def _hash(key, bits):
 
 
 # --------------------------------------------------------------------- sets
-@njit(**INLINE)
-def _set_base(geo, lvl, line):
-    m = geo.mask[lvl]
-    if m >= 0:
-        s = line & m
-    else:
-        s = line % geo.nsets[lvl]
-    return geo.off[lvl] + s * geo.ways[lvl]
-
-
 @njit(**INLINE)
 def _find(tags, base, ways, line):
     for p in range(ways):
@@ -163,16 +171,6 @@ def _to_front(tags, base, p, dirty):
     for q in range(p, 0, -1):
         tags[base + q] = tags[base + q - 1]
     tags[base] = t
-
-
-@njit(**INLINE)
-def _insert(tags, base, ways, line, dirty):
-    """Insert ``line`` as MRU; return the evicted slot value (-1 if none)."""
-    victim = tags[base + ways - 1]
-    for q in range(ways - 1, 0, -1):
-        tags[base + q] = tags[base + q - 1]
-    tags[base] = (line << 1) | dirty
-    return victim
 
 
 @njit(**INLINE)
@@ -267,15 +265,25 @@ def _sh_set_next(sh, nd, v):
 
 @njit(**INLINE)
 def _sh_lookup(sh, lvl, line):
-    """Return (node, slot): the node holding ``line`` (-1) and its table slot."""
+    """Return (node, slot): the node holding ``line`` (-1) and its table slot.
+
+    A table slot holds ``home << 32 | node`` (``-1`` if empty), ``home`` being
+    the slot the line hashes to: the probe skips every entry of another home
+    without reading its node (a random access to memory on large shadows).
+    """
     bits = sh.tbits[lvl]
     toff = sh.toff[lvl]
     mask = (1 << bits) - 1
-    h = _hash(line, bits)
+    home = _hash(line, bits)
+    h = home
     while True:
-        nd = np.int64(sh.tab[toff + h])
-        if nd < 0 or sh.node[2 * nd] == line:
-            return nd, h
+        e = sh.tab[toff + h]
+        if e < 0:
+            return np.int64(-1), h
+        if (e >> 32) == home:
+            nd = e & _LO32
+            if sh.node[2 * nd] == line:
+                return nd, h
         h = (h + 1) & mask
 
 
@@ -314,17 +322,17 @@ def _sh_tab_delete(sh, lvl, slot):
     j = slot
     while True:
         j = (j + 1) & mask
-        nd = np.int64(sh.tab[toff + j])
-        if nd < 0:
+        e = sh.tab[toff + j]
+        if e < 0:
             break
-        k = _hash(sh.node[2 * nd], bits)
+        k = e >> 32
         # Move entry j into the hole at i unless its home k lies cyclically in (i, j].
         if i <= j:
             stays = i < k <= j
         else:
             stays = k > i or k <= j
         if not stays:
-            sh.tab[toff + i] = nd
+            sh.tab[toff + i] = e
             i = j
     sh.tab[toff + i] = -1
 
@@ -357,7 +365,7 @@ def _sh_touch(sh, lvl, line, allocate):
         # The deletion may have moved entries: find the new line's slot again.
         _, slot = _sh_lookup(sh, lvl, line)
     sh.node[2 * nd] = line
-    sh.tab[sh.toff[lvl] + slot] = nd
+    sh.tab[sh.toff[lvl] + slot] = (_hash(line, sh.tbits[lvl]) << 32) | nd
     _sh_push_front(sh, lvl, nd)
     return False
 
@@ -373,52 +381,6 @@ def _sh_drop(sh, lvl, line):
     sh.meta[lvl, S_NFREE] += 1
 
 
-# ------------------------------------------------------------- input check
-_ADDR_LIMIT = 1 << 62
-
-
-@njit(**JIT)
-def scan_chunk(addr, size, kind, line_bits):
-    """One branch-free (vectorisable) pass over a chunk before anything is simulated.
-
-    Returns the counts of bad addresses, sizes and kinds, of accesses that
-    straddle a line boundary, and the core's counters (``K_*`` order: loads,
-    stores, NT stores and their bytes), which the driver adds only once the
-    chunk is known to be valid.
-    """
-    bad_addr = 0
-    bad_size = 0
-    bad_kind = 0
-    straddles = 0
-    n_loads = 0
-    n_stores = 0
-    n_nt = 0
-    b_loads = 0
-    b_stores = 0
-    b_nt = 0
-    for i in range(addr.shape[0]):
-        a = addr[i]
-        s = size[i]
-        k = kind[i]
-        bad_addr += (a < 0) | (a >= _ADDR_LIMIT)
-        bad_size += s <= 0
-        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
-        bad_kind += k > 2
-        is_load = k == KIND_LOAD
-        is_store = k == KIND_STORE
-        is_nt = k == KIND_NT
-        n_loads += is_load
-        n_stores += is_store
-        n_nt += is_nt
-        b_loads += s * is_load
-        b_stores += s * is_store
-        b_nt += s * is_nt
-    return (
-        bad_addr, bad_size, bad_kind, straddles,
-        n_loads, n_stores, n_nt, b_loads, b_stores, b_nt,
-    )  # fmt: skip
-
-
 # --------------------------------------------------------------- level pass
 @njit(**INLINE)
 def _count_writeback(ctr, fl, lvl, line, classify):
@@ -426,41 +388,74 @@ def _count_writeback(ctr, fl, lvl, line, classify):
     ctr[lvl, C_WB_OUT] += 1
     if classify:
         fi = _flag_index(fl, line)
-        bit = np.uint32(1 << (WB_BIT0 + lvl))
+        bit = np.int64(1) << (fl.meta[M_WB0] + lvl)
         if (fl.pages[fi] & bit) == 0:
             fl.pages[fi] |= bit
             ctr[lvl, C_WB_FIRST] += 1
 
 
 @njit(**INLINE)
-def _emit(out, nout, line, kind, nbytes):
-    out.line[nout] = line
-    out.kind[nout] = kind
+def _emit(out, nout, line, kind):
+    out.ev[nout] = (line << EV_BITS) | kind
+    return nout + 1
+
+
+@njit(**INLINE)
+def _emit_sized(out, nout, line, kind, nbytes):
+    out.ev[nout] = (line << EV_BITS) | kind
     out.size[nout] = nbytes
     return nout + 1
 
 
-def _make_level_pass(CLASSIFY):
-    """Build :func:`level_pass` with classification on or off; see ``LEVEL_PASS``.
+@njit(**INLINE)
+def _touch(tags, base, ways, line, dirty):
+    """Make ``line`` MRU of its set, inserting it if absent, in one pass over the set.
 
-    Numba compiles the closure's ``CLASSIFY`` as a constant, so each variant
-    carries only its own branches (and caches to disk like any kernel).
+    Each slot takes its predecessor's value until the line is found (a hit at
+    ``p`` shifts ``p`` slots, as :func:`_to_front`) or the set ends (a miss
+    shifts them all, as :func:`_insert`). ``dirty`` is OR-ed into the line's
+    dirty bit. Returns ``-2`` on a hit, else the evicted slot value (``-1`` if
+    none).
+    """
+    new = (line << 1) | dirty
+    cur = tags[base]
+    if (cur >> 1) == line:
+        tags[base] = cur | dirty
+        return -2
+    carry = new
+    for p in range(ways):
+        cur = tags[base + p]
+        tags[base + p] = carry
+        if (cur >> 1) == line:
+            tags[base] = new | (cur & 1)
+            return -2
+        carry = cur
+    return carry
+
+
+def _make_level_pass(CLASSIFY, TOP):
+    """Build :func:`level_pass` with classification on or off, for L1 or a lower level.
+
+    Numba compiles the closure's ``CLASSIFY`` and ``TOP`` as constants, so each
+    variant carries only its own branches (and caches to disk like any kernel).
     """
 
     @njit(**JIT)
     def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, out, nout):
         """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
 
-        At L1 the events are the trace itself (``src`` holds byte addresses,
-        ``shift`` is the line size's log2, kinds 0-2 as in the trace, each
-        access within one line, the core's counters already taken); below,
-        they are what the level above emitted (``src`` holds line addresses,
-        ``shift`` is 0, kinds ``EV_*``). Each event is handled completely,
-        emitting first the request for a missing line and then the writeback
-        of the victim it displaced, which is the order in which the level below
-        sees them in the recursive model of ``docs/cache-model.md``: a level's
-        behaviour depends on nothing but its own stream of events, so levels
-        can be simulated one after the other, a chunk at a time.
+        At L1 (``TOP``) the events are the trace itself (``src`` holds byte
+        addresses, ``shift`` is the line size's log2, ``kind`` the trace's kinds
+        0-2, ``size`` the access sizes, each access within one line, the core's
+        counters already taken); below, they are what the level above emitted
+        (``src`` holds packed events ``line << EV_BITS | kind`` with kinds
+        ``EV_*``, ``size`` the bytes of forwarded stores, ``kind`` unused). Each
+        event is handled completely, emitting first the request for a missing
+        line and then the writeback of the victim it displaced, which is the
+        order in which the level below sees them in the recursive model of
+        ``docs/cache-model.md``: a level's behaviour depends on nothing but its
+        own stream of events, so levels can be simulated one after the other, a
+        chunk at a time.
 
         Returns ``(index reached, events emitted)``; the index is ``len(src)``
         unless the classification tables must grow first (the driver grows them
@@ -480,6 +475,9 @@ def _make_level_pass(CLASSIFY):
         sh_meta = sh.meta
         # Hot counters live in registers and are stored once per call.
         lookups = 0
+        misses = 0
+        wa_fills = 0
+        wb_out = 0
         stop = n
         for i in range(start, n):
             if CLASSIFY and (
@@ -487,14 +485,18 @@ def _make_level_pass(CLASSIFY):
             ):
                 stop = i
                 break
-            line = src[i] >> shift
-            t = np.int64(kind[i])
-            sz = size[i]
+            if TOP:
+                line = src[i] >> shift
+                t = np.int64(kind[i])
+            else:
+                e = src[i]
+                line = e >> EV_BITS
+                t = e & EV_MASK
             base = off + (line & mask if mask >= 0 else line % nsets) * ways
             if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
                 lookups += 1
-                p = _find(tags, base, ways, line)
                 fills = t != EV_STORE or wa
+                dirty = 1 if t == EV_STORE else 0
                 sh_hit = False
                 if CLASSIFY:
                     head = sh_meta[lvl, S_HEAD]
@@ -502,17 +504,21 @@ def _make_level_pass(CLASSIFY):
                         sh_hit = True
                     else:
                         sh_hit = _sh_touch(sh, lvl, line, fills)
-                if p >= 0:
-                    if p > 0:
-                        _to_front(tags, base, p, 1 if t == EV_STORE else 0)
-                    elif t == EV_STORE:
-                        tags[base] |= 1
-                    continue
-                ctr[lvl, C_MISSES] += 1
+                if fills:
+                    victim = _touch(tags, base, ways, line, dirty)
+                    if victim == -2:
+                        continue
+                else:
+                    p = _find(tags, base, ways, line)
+                    if p >= 0:
+                        _to_front(tags, base, p, 1)
+                        continue
+                    victim = -1
+                misses += 1
                 cls = 0
                 if CLASSIFY:
                     fi = _flag_index(fl, line)
-                    bit = np.uint32(1 << (SEEN_BIT0 + lvl))
+                    bit = np.int64(1) << (SEEN_BIT0 + lvl)
                     if (fl.pages[fi] & bit) == 0:
                         fl.pages[fi] |= bit
                     elif sh_hit:
@@ -522,43 +528,45 @@ def _make_level_pass(CLASSIFY):
                     ctr[lvl, C_COMP + cls] += 1
                 if not fills:
                     # No-write-allocate store miss: forward the bytes, fill nothing.
+                    sz = np.int64(size[i])
                     ctr[lvl, C_FWD] += 1
                     ctr[lvl, C_FWD_BYTES] += sz
                     if CLASSIFY:
                         ctr[lvl, C_FWD_COMP_BYTES + cls] += sz
                     if emit:
-                        nout = _emit(out, nout, line, EV_STORE, sz)
+                        nout = _emit_sized(out, nout, line, EV_STORE, sz)
                     continue
                 if t == EV_LOAD:
                     if CLASSIFY:
                         ctr[lvl, C_LOAD_COMP + cls] += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_LOAD, 0)
+                        nout = _emit(out, nout, line, EV_LOAD)
                 else:
-                    ctr[lvl, C_WA_FILLS] += 1
+                    wa_fills += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_RFO, 0)
-                victim = _insert(tags, base, ways, line, 1 if t == EV_STORE else 0)
+                        nout = _emit(out, nout, line, EV_RFO)
                 if victim >= 0 and (victim & 1):
-                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if CLASSIFY:
+                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    else:
+                        wb_out += 1
                     if emit:
-                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+                        nout = _emit(out, nout, victim >> 1, EV_WB)
             elif t == EV_WB:
                 # A writeback from above: a write, not a lookup; allocates without a fill.
                 ctr[lvl, C_WB_IN] += 1
                 if CLASSIFY:
                     fi = _flag_index(fl, line)
-                    fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
+                    fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                     _sh_touch(sh, lvl, line, True)
-                p = _find(tags, base, ways, line)
-                if p >= 0:
-                    _to_front(tags, base, p, 1)
-                    continue
-                victim = _insert(tags, base, ways, line, 1)
+                victim = _touch(tags, base, ways, line, 1)
                 if victim >= 0 and (victim & 1):
-                    _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    if CLASSIFY:
+                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
+                    else:
+                        wb_out += 1
                     if emit:
-                        nout = _emit(out, nout, victim >> 1, EV_WB, 0)
+                        nout = _emit(out, nout, victim >> 1, EV_WB)
             else:
                 # A non-temporal store (EV_NTC: a dirty copy above is being carried down).
                 carry = t == EV_NTC
@@ -566,7 +574,7 @@ def _make_level_pass(CLASSIFY):
                     ctr[lvl, C_WB_IN] += 1
                     if CLASSIFY:
                         fi = _flag_index(fl, line)
-                        fl.pages[fi] |= np.uint32(1 << (SEEN_BIT0 + lvl))
+                        fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                 p = _find(tags, base, ways, line)
                 if p >= 0:
                     ctr[lvl, C_INVAL] += 1
@@ -577,15 +585,19 @@ def _make_level_pass(CLASSIFY):
                 if carry:
                     _count_writeback(ctr, fl, lvl, line, CLASSIFY)
                 if emit:
-                    nout = _emit(out, nout, line, EV_NTC if carry else EV_NT, sz)
+                    nout = _emit(out, nout, line, EV_NTC if carry else EV_NT)
         ctr[lvl, C_LOOKUPS] += lookups
+        ctr[lvl, C_MISSES] += misses
+        ctr[lvl, C_WA_FILLS] += wa_fills
+        ctr[lvl, C_WB_OUT] += wb_out
         return stop, nout
 
     return level_pass
 
 
-#: ``LEVEL_PASS[classify]``: the level pass with classification on or off.
-LEVEL_PASS = {classify: _make_level_pass(classify) for classify in (False, True)}
+#: ``LEVEL_PASS[classify, top]``: the level pass with classification on or off, for L1
+#: (``top``: the trace's byte addresses and kinds) or a lower level (packed events).
+LEVEL_PASS = {(c, top): _make_level_pass(c, top) for c in (False, True) for top in (False, True)}
 
 
 @njit(**JIT)
@@ -606,7 +618,7 @@ def flush_level(lvl, geo, st, fl, classify, emit, out):
                 tags[base + p] = t ^ 1
                 _count_writeback(st.ctr, fl, lvl, t >> 1, classify)
                 if emit:
-                    nout = _emit(out, nout, t >> 1, EV_WB, 0)
+                    nout = _emit(out, nout, t >> 1, EV_WB)
     return nout
 
 

@@ -79,6 +79,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim._kernels import EV_BITS, EV_MASK
 from hroof.cachesim._mrc_kernels import (
     M_COLD,
     M_DROPPED,
@@ -567,6 +568,8 @@ def _tap_class():
 
         def _pass(self, lvl, src, shift, size, kind, out):
             if lvl == self._target:
+                if lvl > 0:  # below L1 the events are packed: line << EV_BITS | kind
+                    src, kind = src >> EV_BITS, (src & EV_MASK).astype(np.uint8)
                 self._sink(src, shift, kind, MK.OPS)
                 return 0
             return super()._pass(lvl, src, shift, size, kind, out)

@@ -150,6 +150,8 @@ class SimResult:
     classified: bool = True
     flushed: bool = True
     machine: str | None = None
+    #: Set sampling (see :mod:`hroof.cachesim.sampling`): None for a whole simulation.
+    sampling: dict[str, Any] | None = None
 
     @property
     def accesses(self) -> int:
@@ -162,7 +164,7 @@ class SimResult:
         raise KeyError(f"no level named {name!r}; levels: {[lv.name for lv in self.levels]}")
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "schema": SCHEMA,
             "source": dict(self.source),
             "flops": self.flops,
@@ -177,6 +179,9 @@ class SimResult:
                 "simulate_s": float(self.timing.get("simulate_s", 0.0)),
             },
         }
+        if self.sampling is not None:
+            d["sampling"] = dict(self.sampling)
+        return d
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -220,4 +225,5 @@ class SimResult:
             classified=options.get("classify", True),
             flushed=options.get("flush", True),
             machine=d.get("machine"),
+            sampling=d.get("sampling"),
         )

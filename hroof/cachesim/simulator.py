@@ -20,6 +20,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
+from hroof.cachesim import _stream_kernels as SK
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
     MISS_CLASSES,
@@ -83,9 +84,12 @@ def _as_chunk(addr, size, kind, line_bits: int):
     addr = _as_int(addr, np.int64)
     size = _as_int(size, np.int64)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
-    bad_addr, bad_size, bad_kind, straddles, *core = K.scan_chunk(addr, size, kind, line_bits)
+    bits = SK.addr_limit_bits(line_bits)
+    bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
+        addr, size, kind, line_bits, 1 << bits
+    )
     if bad_addr:
-        raise HroofError(f"{bad_addr} addresses are negative or not below 2**62")
+        raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
     if bad_size:
         raise HroofError(f"{bad_size} access sizes are not positive")
     if bad_kind:
@@ -93,31 +97,37 @@ def _as_chunk(addr, size, kind, line_bits: int):
     return addr, size, kind, straddles > 0, core
 
 
-_WARM = False
+_WARM: set[bool] = set()
 
 
-def warm_up() -> None:
+def warm_up(classify: bool | None = None) -> None:
     """Compile the kernels, or load them from Numba's on-disk cache, once per process.
 
     :class:`Simulator` calls this before its first timing, so that
     ``timing.simulate_s`` measures simulation, not compilation (10-20 s on
-    the first run on a machine, about 0.3 s to load from the cache after).
+    the first run on a machine, about 0.1-0.3 s to load from the cache after).
+    Only the kernels of one mode (``classify`` on or off) are loaded, unless
+    ``classify`` is None (both).
     """
-    global _WARM
-    if _WARM:
-        return
-    _WARM = True
+    modes = (True, False) if classify is None else (bool(classify),)
     tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64), LevelConfig("L2", 128, 1, 64)))
-    for classify in (True, False):
-        sim = Simulator(tiny, classify=classify)
+    for mode in modes:
+        if mode in _WARM:
+            continue
+        _WARM.add(mode)
+        sim = Simulator(tiny, classify=mode)
         sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
-        sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
+        if mode:
+            sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
         sim.finish()
 
 
 def _event_arrays(n: int):
-    """Empty arrays for ``n`` events: line (int64), kind (uint8), size (int64)."""
-    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
+    """Empty arrays for ``n`` events: packed ``line << EV_BITS | kind`` and size (int64)."""
+    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+
+
+_NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
 
 
 def _split_lines(addr, size, kind, line_bits):
@@ -156,7 +166,7 @@ class Simulator:
     classify : bool
         Classify every miss as compulsory, capacity or conflict and split the
         traffic below each level (costs a fully-associative shadow per level
-        and 4 bytes per distinct line touched).
+        and 1 byte per distinct line touched, up to 4 levels).
     threads : {1, 2}
         With 2 (and ``classify=False``), L1 simulates a chunk while a second
         thread runs the levels below on the previous one. The result is
@@ -169,7 +179,14 @@ class Simulator:
     the cache state plus, with classification, O(distinct lines touched).
     """
 
-    def __init__(self, hierarchy: HierarchyConfig, *, classify: bool = True, threads: int = 1):
+    def __init__(
+        self,
+        hierarchy: HierarchyConfig,
+        *,
+        classify: bool = True,
+        threads: int = 1,
+        _shadow_div: int = 1,
+    ):
         if not isinstance(hierarchy, HierarchyConfig):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         if threads not in (1, 2):
@@ -179,7 +196,7 @@ class Simulator:
                 "threads=2 needs classify=False (the classification tables are shared by all "
                 "levels, so the two threads cannot both write them)"
             )
-        warm_up()
+        warm_up(classify)
         self.hierarchy = hierarchy
         self.classify = bool(classify)
         self.threads = threads
@@ -210,21 +227,25 @@ class Simulator:
         self._out_dummy = K.Events(*_event_arrays(1))
         self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
         if self.classify:
-            self._fl = self._new_flags(pages=64, pt_cap=256)
-            self._sh = self._new_shadow([lv.lines for lv in levels])
+            self._fl = self._new_flags(pages=64, pt_cap=256, nlevels=nlev)
+            # Set sampling feeds 1/_shadow_div of the lines: the shadows shrink alike.
+            self._sh = self._new_shadow([max(1, lv.lines // _shadow_div) for lv in levels])
         else:
-            self._fl = self._new_flags(pages=1, pt_cap=2)
+            self._fl = self._new_flags(pages=1, pt_cap=2, nlevels=1)
             self._sh = self._new_shadow([1] * nlev)
 
     # ------------------------------------------------------------ state
     @staticmethod
-    def _new_flags(pages: int, pt_cap: int) -> K.Flags:
+    def _new_flags(pages: int, pt_cap: int, nlevels: int) -> K.Flags:
         rcache = np.full(2 * K.RCACHE, -1, dtype=np.int64)
+        dtype, wb0 = K.flag_dtype(nlevels)
+        meta = np.zeros(K.NMETA, dtype=np.int64)
+        meta[K.M_WB0] = wb0
         return K.Flags(
             pt_keys=np.full(pt_cap, -1, dtype=np.int64),
             pt_vals=np.zeros(pt_cap, dtype=np.int64),
-            pages=np.zeros(pages * K.PAGE, dtype=np.uint32),
-            meta=np.zeros(K.NMETA, dtype=np.int64),
+            pages=np.zeros(pages * K.PAGE, dtype=dtype),
+            meta=meta,
             rcache=rcache,
         )
 
@@ -239,12 +260,12 @@ class Simulator:
         meta = np.zeros((len(caps), K.NSMETA), dtype=np.int64)
         meta[:, K.S_HEAD] = -1
         meta[:, K.S_TAIL] = -1
-        if total >= 2**31:
-            raise HroofError("classification supports levels of fewer than 2**31 lines")
+        if total >= 2**31 or max(caps) >= 2**30:
+            raise HroofError("classification supports levels of fewer than 2**30 lines")
         return K.Shadow(
             node=np.full(2 * total, -1, dtype=np.int64),
             free=np.zeros(total, dtype=np.int64),
-            tab=np.full(int(sum(tsize)), -1, dtype=np.int32),
+            tab=np.full(int(sum(tsize)), -1, dtype=np.int64),
             noff=noff,
             ncap=ncap,
             toff=toff,
@@ -260,9 +281,9 @@ class Simulator:
         npages = int(meta[K.M_NPAGES])
         cap = pages.shape[0] // K.PAGE
         if npages + need > cap:
-            while npages + need > cap:
-                cap *= 2
-            new_pages = np.zeros(cap * K.PAGE, dtype=np.uint32)
+            # Grow by half: the flags are most of the state on large traces.
+            cap = max(npages + need, cap + cap // 2)
+            new_pages = np.zeros(cap * K.PAGE, dtype=pages.dtype)
             new_pages[: pages.shape[0]] = pages
             pages = new_pages
         used = int(meta[K.M_PT_USED])
@@ -323,7 +344,7 @@ class Simulator:
                 assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
                 toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
                 table = sh.tab[toff : toff + tsize]
-                assert sorted(table[table >= 0].tolist()) == sorted(listed)
+                assert sorted((table[table >= 0] & 0xFFFFFFFF).tolist()) == sorted(listed)
                 keys = sh.node[2 * np.array(listed, dtype=np.int64)]
                 assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
 
@@ -354,10 +375,26 @@ class Simulator:
             self._run_pipelined(addr, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
+    def _feed_valid(self, addr, size, kind) -> None:
+        """Simulate accesses already checked, each within one line (the core's counts untouched).
+
+        ``addr`` int64, ``size`` int64, ``kind`` uint8, as :func:`_as_chunk` returns them.
+        """
+        t0 = time.perf_counter()
+        if self._pool is None:
+            self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
+        else:
+            self._run_pipelined(addr, size, kind)
+        self._simulate_s += time.perf_counter() - t0
+
     def _pass(self, lvl, src, shift, size, kind, out) -> int:
-        """Run events through level ``lvl`` (growing the tables as needed); return events out."""
+        """Run events through level ``lvl`` (growing the tables as needed); return events out.
+
+        At L1, ``src`` holds the trace's byte addresses and ``kind`` its kinds;
+        below, ``src`` holds packed events and ``kind`` is ignored.
+        """
         emit = lvl < len(self.hierarchy.levels) - 1
-        level_pass = K.LEVEL_PASS[self.classify]
+        level_pass = K.LEVEL_PASS[self.classify, lvl == 0]
         i = nout = 0
         while i < src.shape[0]:
             i, nout = level_pass(
@@ -369,29 +406,33 @@ class Simulator:
         return nout
 
     def _run_levels(self, lvl, src, shift, size, kind) -> None:
-        """Run a stream of events through level ``lvl`` and every level below it."""
+        """Run a stream of events through level ``lvl`` and every level below it.
+
+        At L1 the stream is the trace (addresses, sizes, kinds); below, packed
+        events and their sizes (``kind`` unused).
+        """
         nlev = len(self.hierarchy.levels)
         while lvl < nlev and src.shape[0]:
             out = self._out_dummy
             if lvl < nlev - 1:
                 out = self._out[lvl]
-                if out.line.shape[0] < 2 * src.shape[0]:
+                if out.ev.shape[0] < 2 * src.shape[0]:
                     out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
             nout = self._pass(lvl, src, shift, size, kind, out)
-            src, size, kind = out.line[:nout], out.size[:nout], out.kind[:nout]
+            src, size, kind = out.ev[:nout], out.size[:nout], _NO_KIND
             shift = 0
             lvl += 1
 
     def _run_pipelined(self, addr, size, kind) -> None:
         """L1 on this thread; the levels below on the worker, one chunk behind."""
         out = self._l1_out[self._flip]
-        if out.line.shape[0] < 2 * addr.shape[0]:
+        if out.ev.shape[0] < 2 * addr.shape[0]:
             # The worker may still be reading the other buffer, never this one.
             out = self._l1_out[self._flip] = K.Events(*_event_arrays(2 * addr.shape[0]))
         nout = self._pass(0, addr, self.hierarchy.line_bits, size, kind, out)
         self._wait()
         self._pending = self._pool.submit(
-            self._run_levels, 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout]
+            self._run_levels, 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND
         )
         self._flip ^= 1
 
@@ -411,7 +452,7 @@ class Simulator:
                 out = K.Events(*_event_arrays(max(ndirty, 1)))
             nout = K.flush_level(lvl, self._geo, self._st, self._fl, self.classify, emit, out)
             if nout:
-                self._run_levels(lvl + 1, out.line[:nout], 0, out.size[:nout], out.kind[:nout])
+                self._run_levels(lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
 
     def reset_counters(self) -> None:
         """Zero every counter but keep the caches' contents: what was fed so far
@@ -437,6 +478,16 @@ class Simulator:
             raise HroofError("this simulation is finished already")
         if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
             raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
+        self._end(flush)
+        return self._result(
+            flush=flush,
+            flops=None if flops is None else int(flops),
+            source=source or {},
+            trace_s=trace_s,
+        )
+
+    def _end(self, flush: bool) -> None:
+        """Wait for the worker, flush (if asked) and mark the simulation finished."""
         t0 = time.perf_counter()
         if self._pool is not None:
             self._wait()
@@ -446,17 +497,15 @@ class Simulator:
             self._flush()
         self._simulate_s += time.perf_counter() - t0
         self._finished = True
-        return self._result(
-            flush=flush,
-            flops=None if flops is None else int(flops),
-            source=source or {},
-            trace_s=trace_s,
-        )
 
     # ------------------------------------------------------------ results
-    def _result(self, *, flush: bool, flops: int | None, source: dict, trace_s: float):
-        ctr = self._st.ctr
-        c = self._st.core
+    def _result(
+        self, *, flush: bool, flops: int | None, source: dict, trace_s: float,
+        ctr=None, core=None, simulate_s=None, sampling=None,
+    ):  # fmt: skip
+        """Build the result from this simulator's counters, or from ``ctr``/``core`` if given."""
+        ctr = self._st.ctr if ctr is None else ctr
+        c = self._st.core if core is None else core
         core = CoreCounts(*(int(x) for x in c))
         levels = []
         above_bytes = core.bytes_loaded + core.bytes_stored
@@ -481,10 +530,14 @@ class Simulator:
             core=core,
             levels=tuple(levels),
             memory=memory,
-            timing={"trace_s": trace_s, "simulate_s": self._simulate_s},
+            timing={
+                "trace_s": trace_s,
+                "simulate_s": self._simulate_s if simulate_s is None else simulate_s,
+            },
             classified=self.classify,
             flushed=flush,
             machine=self.hierarchy.name,
+            sampling=sampling,
         )
 
     def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops):
@@ -535,8 +588,9 @@ class Simulator:
         )
 
 
-def _feed_all(sim: Simulator, chunks: Iterable[Chunk], progress) -> float:
-    """Feed every chunk; return the seconds spent producing them."""
+def feed_all(sim, chunks: Iterable[Chunk], progress) -> float:
+    """Feed every chunk to ``sim`` (a :class:`Simulator` or a sampled one); return the
+    seconds spent producing the chunks (reading or generating the trace)."""
     trace_s = 0.0
     it = iter(chunks)
     while True:
@@ -564,6 +618,7 @@ def simulate(
     progress: Callable[[int], None] | None = None,
     threads: int = 1,
     warmup: Iterable[Chunk] | None = None,
+    sample_sets: int = 1,
 ) -> SimResult:
     """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
 
@@ -573,14 +628,23 @@ def simulate(
     levels on two threads (``classify=False`` only; same result). ``warmup``
     chunks, when given, are simulated first and not counted
     (:meth:`Simulator.reset_counters`): the result is the steady state of
-    ``chunks``.
+    ``chunks``. ``sample_sets=K`` simulates 1/K of the sets exactly and scales the
+    counts by K (:mod:`hroof.cachesim.sampling`; the result's ``sampling`` holds the
+    estimate's standard errors).
     """
+    if sample_sets != 1:
+        from hroof.cachesim.sampling import parse_sample, simulate_sampled
+
+        return simulate_sampled(
+            hierarchy, chunks, k=parse_sample(sample_sets), classify=classify, flush=flush,
+            flops=flops, source=source, progress=progress, threads=threads, warmup=warmup,
+        )  # fmt: skip
     sim = Simulator(hierarchy, classify=classify, threads=threads)
     trace_s = 0.0
     if warmup is not None:
-        trace_s += _feed_all(sim, warmup, progress)
+        trace_s += feed_all(sim, warmup, progress)
         sim.reset_counters()
-    trace_s += _feed_all(sim, chunks, progress)
+    trace_s += feed_all(sim, chunks, progress)
     return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
 
 

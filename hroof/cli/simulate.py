@@ -40,6 +40,41 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+SAMPLE_HELP = (
+    "simulate only 1/K of the sets, exactly, and scale the counts by K: K must divide the "
+    "greatest common divisor of the levels' set counts; the result carries each count's "
+    "standard error (default: 1/1, every set)"
+)
+
+
+def sample_fraction(text: str) -> int:
+    """``--sample-sets 1/K`` -> K (argparse type; no Numba import)."""
+    import re
+
+    m = re.fullmatch(r"\s*1\s*/\s*(\d+)\s*", text)
+    if not m or int(m.group(1)) < 1:
+        raise argparse.ArgumentTypeError(f"expected 1/K with K a positive integer, got {text!r}")
+    return int(m.group(1))
+
+
+def sampling_note(result: SimResult) -> str:
+    """A paragraph on a set-sampled result's uncertainty (empty if not sampled)."""
+    s = result.sampling
+    if not s:
+        return ""
+    text = f"\n\nSet sampling 1/{s['k']}: the counts are estimates (sampled sets x {s['k']})"
+    if s["stderr"]:
+        parts = [
+            f"{lv['name']} misses +-{100 * 3 * lv['misses'] / max(1, r.misses):.2f} %"
+            for lv, r in zip(s["stderr"]["levels"], result.levels, strict=True)
+        ]
+        text += "; 3 standard errors: " + ", ".join(parts)
+        text += f"; resolution {s['resolution']} lines"
+    if s["warning"]:
+        text += "\nwarning: " + s["warning"]
+    return text
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
     from hroof.cachesim import simulate
@@ -69,12 +104,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 chunk_size=args.chunk_size,
                 progress=bar,
                 threads=args.threads,
+                sample_sets=args.sample_sets,
             )
         if args.json:
             emit(_json(result, machine))
         else:
             text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
-            emit(text + _advice(result, machine))
+            emit(text + sampling_note(result) + _advice(result, machine))
         return 0
     from hroof.studies.runs import read_trace_meta, split_chunks
 
@@ -113,11 +149,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             source=source,
             progress=bar,
             threads=args.threads,
+            sample_sets=args.sample_sets,
         )
     if args.json:
         emit(_json(result, machine))
     else:
-        emit(format_result(result, machine, width=term_width()) + _advice(result, machine))
+        text = format_result(result, machine, width=term_width()) + sampling_note(result)
+        emit(text + _advice(result, machine))
     return 0
 
 
@@ -295,6 +333,9 @@ def register(sub, machine_sub) -> None:
         default=1,
         help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
         "result; needs --no-classify)",
+    )
+    p.add_argument(
+        "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP
     )
     p.add_argument(
         "--json",

@@ -13,6 +13,7 @@ from hroof._base.errors import HroofError
 from hroof._base.files import write_text
 from hroof._base.progress import Progress
 from hroof.cli.options import open_engine, positive_int, scheduler_option
+from hroof.cli.simulate import SAMPLE_HELP, sample_fraction
 from hroof.cli.text import emit
 
 
@@ -33,6 +34,8 @@ def _spec(args: argparse.Namespace):
         spec = replace(spec, classify=False)
     if args.no_flush:
         spec = replace(spec, flush=False)
+    if args.sample_sets is not None:
+        spec = replace(spec, sample_sets=args.sample_sets)
     return spec
 
 
@@ -132,6 +135,10 @@ def register(sub, machine_sub) -> None:
     p.add_argument("--json", action="store_true", help="print the study as JSON (hroof.study/1)")
     p.add_argument("--no-classify", action="store_true", help="do not classify misses")
     p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
+    p.add_argument(
+        "--sample-sets", type=sample_fraction, metavar="1/K",
+        help=SAMPLE_HELP.replace("default: 1/1, every set", "default: the file's, else 1/1"),
+    )  # fmt: skip
     p.add_argument(
         "--workers",
         type=positive_int("number of processes"),

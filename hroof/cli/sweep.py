@@ -19,6 +19,7 @@ from hroof.cli.options import (
     seconds,
 )
 from hroof.cli.results import format_sweep
+from hroof.cli.simulate import SAMPLE_HELP, sample_fraction
 from hroof.cli.text import emit
 
 
@@ -49,7 +50,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         points = run_sweep(
             args.kernel, grid, machine.hierarchy, classify=not args.no_classify,
             flush=not args.no_flush, workers=args.workers, use_cache=not args.no_cache,
-            progress=bar, executor=engine,
+            progress=bar, executor=engine, sample_sets=args.sample_sets,
         )  # fmt: skip
     if args.measure:  # serially, after the simulations: nothing else runs while timing
         from hroof.studies.sweep import measure_points
@@ -183,6 +184,9 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--no-classify", action="store_true", help="do not classify misses")
+    p.add_argument(
+        "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP
+    )
     p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
     p.add_argument(
         "--workers",

@@ -20,6 +20,7 @@ def simulate_kernel(
     classify: bool = True,
     flush: bool = True,
     threads: int = 1,
+    sample_sets: int = 1,
     chunk_size: int = CHUNK,
     progress: Callable[[int], None] | None = None,
     **params: Any,
@@ -30,7 +31,8 @@ def simulate_kernel(
     :class:`~hroof.traces.Plan`; ``machine`` a hierarchy, a bundled machine
     name or a machine file (default: the default machine). The result's
     source names the kernel and its parameters, and its flops are the
-    kernel's exact count.
+    kernel's exact count. ``sample_sets=K`` simulates 1/K of the sets
+    exactly and scales by K (see :mod:`hroof.cachesim.sampling`).
 
     >>> r = simulate_kernel("triad", n=4096)
     >>> r.flops, r.levels[0].bytes // 4096      # 2 flops, 24 bytes an element
@@ -63,6 +65,7 @@ def simulate_kernel(
         source=plan.source(),
         progress=progress,
         threads=threads,
+        sample_sets=sample_sets,
     )
 
 

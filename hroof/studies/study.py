@@ -7,6 +7,7 @@ A study file (TOML; ``examples/walls.toml``)::
     [options]
     classify = true      # miss classes (default true)
     flush = true         # final flush of dirty lines (default true)
+    sample_sets = "1/16" # simulate 1/K of the sets, counts x K (default "1/1": all)
     [[kernel]]
     name = "stencil7"
     params = { n = "8..256:x2" }     # a value list or range, as for ``hroof sweep``
@@ -43,7 +44,7 @@ from hroof.traces import get_kernel
 SCHEMA = "hroof.study/1"
 _TOP = {"name", "machines", "options", "kernel"}
 _KERNEL = {"name", "params", "axis"}
-_OPTIONS = {"classify", "flush"}
+_OPTIONS = {"classify", "flush", "sample_sets"}
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,14 @@ class StudySpec:
     machines: tuple[str, ...]
     classify: bool = True
     flush: bool = True
+    sample_sets: int = 1  #: K of set sampling 1/K (:mod:`hroof.cachesim.sampling`)
 
     @property
     def options(self) -> dict:
-        return {"classify": self.classify, "flush": self.flush}
+        opts = {"classify": self.classify, "flush": self.flush}
+        if self.sample_sets != 1:  # (unsampled studies keep their cache keys)
+            opts["sample_sets"] = self.sample_sets
+        return opts
 
     def to_dict(self) -> dict:
         return {
@@ -140,8 +145,9 @@ def load_study(path: str | Path) -> StudySpec:
         raise HroofError(f"{path}: [options] must be a table")
     _unknown(options, _OPTIONS, f"{path} [options]")
     for key, value in options.items():
-        if not isinstance(value, bool):
+        if key != "sample_sets" and not isinstance(value, bool):
             raise HroofError(f"{path} [options]: {key} must be true or false")
+    sample_sets = _sample_sets(options.get("sample_sets", 1), f"{path} [options]")
     machines = doc.get("machines", [])
     if isinstance(machines, str):
         machines = [machines]
@@ -171,7 +177,20 @@ def load_study(path: str | Path) -> StudySpec:
                                   axis))  # fmt: skip
     name = doc.get("name", path.stem)
     return StudySpec(str(name), tuple(kernels), tuple(machines), options.get("classify", True),
-                     options.get("flush", True))  # fmt: skip
+                     options.get("flush", True), sample_sets)  # fmt: skip
+
+
+def _sample_sets(value: Any, where: str) -> int:
+    """``sample_sets = "1/16"`` (or 16) -> 16."""
+    import re
+
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    m = re.fullmatch(r"\s*1\s*/\s*(\d+)\s*", value) if isinstance(value, str) else None
+    if not m or int(m.group(1)) < 1:
+        raise HroofError(f'{where}: sample_sets must be "1/K" with K a positive integer, '
+                         f"got {value!r}")  # fmt: skip
+    return int(m.group(1))
 
 
 @dataclass(frozen=True)
@@ -253,6 +272,11 @@ def run_study(
     """
     check_study(spec)
     machines = _machines(spec)
+    if spec.sample_sets != 1:  # a K that cannot sample a machine fails the study, not each point
+        from hroof.cachesim.sampling import check_sample
+
+        for machine in machines.values():
+            check_sample(machine.hierarchy, spec.sample_sets)
     grids = [(ks, ks.points()) for ks in spec.kernels]
     store = ResultCache(enabled=use_cache)
     options = spec.options

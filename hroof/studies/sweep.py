@@ -122,13 +122,15 @@ def run_sweep(
     use_cache: bool = True,
     progress: Callable[[int], None] | None = None,
     executor: Executor | None = None,
+    sample_sets: int = 1,
 ) -> list[SweepPoint]:
     """Simulate ``kernel`` at every point (a dict of parameter values, text or typed).
 
     Points run on ``executor`` (:mod:`hroof.studies.executor`; default: a pool of
     ``workers`` local processes, one per core, at most the number of points) and
     come back in the order given. ``progress`` is called with 1 after each point.
-    Only this process reads and writes the result cache.
+    Only this process reads and writes the result cache. ``sample_sets=K``
+    simulates each point on 1/K of the sets (:mod:`hroof.cachesim.sampling`).
 
     Raises
     ------
@@ -140,6 +142,8 @@ def run_sweep(
     for plan in plans:  # time and classification memory, before any runs
         check_plan(plan, hierarchy.line_bits, classify=classify)
     options = {"classify": classify, "flush": flush}
+    if sample_sets != 1:  # (unsampled runs keep their cache keys)
+        options["sample_sets"] = sample_sets
     store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)

@@ -1,8 +1,9 @@
 """Limits on what a trace costs to simulate, checked before the simulator allocates it.
 
 The simulator cuts every access that straddles cache lines into one piece per line, and with
-classification keeps a 2 KiB page of flags for every 512-line region a trace touches (4 bytes
-a line when the lines are dense, up to 2 KiB a line when every line lies in its own region).
+classification keeps a page of flags for every 512-line region a trace touches (1 to 4 bytes
+a line when the lines are dense, a whole page a line when every line lies in its own region;
+the estimate here takes the widest flag word, 4 bytes, so it errs on the safe side).
 Neither cost is bounded by the chunk size: an access of 4 GiB is 67 million pieces, a random
 trace of a million lines a million pages. :func:`guard_chunks` wraps a trace's chunks and, in
 front of the simulator,
@@ -31,8 +32,8 @@ from hroof._base.guards import check_memory, check_time
 MAX_PIECES = 1 << 21
 #: Bytes of temporaries per line piece in the simulator (split, events per level).
 BYTES_PER_PIECE = 128
-#: Lines per flag page of the classification (``hroof.cachesim``'s page: 512 lines,
-#: 4 bytes each; tests/test_fuzz.py checks the two agree).
+#: Lines per flag page of the classification (``hroof.cachesim``'s page: 512 lines of at
+#: most 4 bytes each; tests/test_fuzz.py checks the two agree).
 PAGE_LINES = 512
 #: Bytes one flag page costs at the peak of its table's growth (the table doubles: the
 #: old and the new copy, and the page table's key and value).
