@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
@@ -39,6 +41,7 @@ def commands() -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_docs_commands_run_as_pasted(tmp_path):
     work = tmp_path / "clone"
     work.mkdir()

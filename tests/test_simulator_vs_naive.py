@@ -188,6 +188,7 @@ def test_real_l3_geometry_non_power_of_two_sets():
         assert lv.misses_by_class == {"compulsory": 21, "capacity": 0, "conflict": conflicts}
 
 
+@pytest.mark.slow
 def test_five_levels_use_wider_flag_words():
     """Five levels need 16-bit flag words (two bits a level): classification still exact."""
     spec = [(1, 2, True), (2, 2, True), (2, 2, False), (4, 2, True), (4, 4, True)]
