@@ -45,6 +45,7 @@ def chromium() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
+@pytest.mark.slow
 def test_demo_report_in_headless_chromium(capsys, tmp_path, monkeypatch):
     browser = chromium()
     if browser is None:
