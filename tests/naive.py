@@ -58,6 +58,10 @@ READ = "read"  # a core load, or a read from above caused by a load miss
 RFO = "rfo"  # a read for ownership: a store miss at a write-allocate level (or from above)
 WRITE = "write"  # a core store at L1, or a store forwarded by a no-write-allocate level
 
+#: Inclusion policies of a level relative to the levels above it (docs/cache-model.md).
+NINE, EXCLUSIVE, VICTIM, INCLUSIVE = "nine", "exclusive", "victim", "inclusive"
+POLICIES = (NINE, EXCLUSIVE, VICTIM, INCLUSIVE)
+
 CLASSES = ("compulsory", "capacity", "conflict")
 PARTS = ("compulsory", "write_allocate", "capacity", "conflict")
 
@@ -113,9 +117,13 @@ class NaiveLevel:
         Capacity in bytes, associativity, line size in bytes.
     write_allocate : bool
         Whether a store miss fills the line (RFO) or is forwarded down.
+    inclusion : str
+        ``nine`` (default), ``exclusive``, ``victim`` or ``inclusive``.
     """
 
-    def __init__(self, name, size, ways, line, write_allocate=True):
+    def __init__(self, name, size, ways, line, write_allocate=True, inclusion=NINE):
+        if inclusion not in POLICIES:
+            raise ValueError(f"{name}: inclusion {inclusion!r} is not one of {POLICIES}")
         if ways <= 0 or line <= 0 or line & (line - 1):
             raise ValueError(f"{name}: bad geometry ways={ways} line={line}")
         if size <= 0 or size % (line * ways):
@@ -125,6 +133,7 @@ class NaiveLevel:
         self.ways = ways
         self.line = line
         self.write_allocate = bool(write_allocate)
+        self.inclusion = inclusion
         self.nsets = size // (line * ways)
         # One OrderedDict per set: line address -> dirty flag, least recently used first.
         self.sets = [OrderedDict() for _ in range(self.nsets)]
@@ -144,6 +153,9 @@ class NaiveLevel:
         self.writebacks_in = 0
         self.writebacks = 0
         self.invalidations = 0
+        self.victims = 0  # clean lines sent down into an exclusive/victim level below
+        self.victims_in = 0  # clean lines arriving here from above (exclusive/victim only)
+        self.back_invalidations = 0  # copies here dropped by an inclusive level's eviction
         self.traffic = dict.fromkeys(PARTS, 0)  # bytes to the next level down, by part
 
     def set_of(self, line):
@@ -152,7 +164,12 @@ class NaiveLevel:
 
     def traffic_below(self):
         """Bytes this level moves to and from the next level down."""
-        return (self.fills + self.writebacks) * self.line + self.forwarded_bytes
+        return (self.fills + self.writebacks + self.victims) * self.line + self.forwarded_bytes
+
+    @property
+    def passes_through(self):
+        """True if fills from below bypass this level (exclusive and victim levels)."""
+        return self.inclusion in (EXCLUSIVE, VICTIM)
 
     def check_invariants(self):
         """Assert the structural and counting invariants of this level."""
@@ -202,11 +219,14 @@ class NaiveHierarchy:
                 _field(lv, "ways"),
                 _field(lv, "line", 64),
                 _field(lv, "write_allocate", True),
+                _field(lv, "inclusion", NINE),
             )
             for i, lv in enumerate(levels)
         ]
         if not self.levels:
             raise ValueError("a hierarchy needs at least one level")
+        if self.levels[0].inclusion != NINE:
+            raise ValueError("L1 has no level above it: its inclusion must be 'nine'")
         if len({lv.line for lv in self.levels}) != 1:
             raise ValueError("all levels must share one line size")
         self.line = self.levels[0].line
@@ -257,12 +277,18 @@ class NaiveHierarchy:
     # ------------------------------------------------------------------ levels
 
     def _lookup(self, i, line, kind, nbytes):
-        """A lookup of ``line`` at level ``i`` (``i == n`` is memory)."""
+        """A lookup of ``line`` at level ``i`` (``i == n`` is memory).
+
+        Returns True if the line delivered to the level above is dirty (a dirty
+        line leaving an exclusive level on a hit carries its dirty bit up).
+        """
         if i == len(self.levels):
-            return  # memory serves every read and absorbs every write
+            return False  # memory serves every read and absorbs every write
         lv = self.levels[i]
         lv.lookups += 1
-        allocates = kind != WRITE or lv.write_allocate
+        through = lv.passes_through
+        forwards = kind == WRITE and (not lv.write_allocate or through)
+        allocates = not forwards and not through
         first_time = line not in lv.seen
         lv.seen.add(line)
         shadow_hit = lv.shadow.touch(line, allocate=allocates)
@@ -274,38 +300,96 @@ class NaiveHierarchy:
                 s[line] = True  # dirty
                 if not self.quirks:  # quirk 1: a store hit keeps its recency
                     s.move_to_end(line)
-            else:
-                s.move_to_end(line)
-            return
+                return False
+            if lv.inclusion == EXCLUSIVE:
+                # The line moves up and leaves this level (its shadow too).
+                lv.shadow.drop(line)
+                return s.pop(line)
+            s.move_to_end(line)
+            return False
         lv.misses += 1
         cls = "compulsory" if first_time else ("conflict" if shadow_hit else "capacity")
         lv.by_class[cls] += 1
-        if kind == WRITE and not lv.write_allocate:
+        if forwards:
             # Forwarded store: no fill, the store's bytes go to the next level.
             lv.forwarded_stores += 1
             lv.forwarded_bytes += nbytes
             lv.traffic[cls] += nbytes
             self._lookup(i + 1, line, WRITE, nbytes)
-            return
+            return False
         lv.fills += 1
         if kind == READ:
             lv.traffic[cls] += lv.line
         else:  # an RFO from above, or a store miss here
             lv.write_allocate_fills += 1
             lv.traffic["write_allocate"] += lv.line
-        self._lookup(i + 1, line, READ if kind == READ else RFO, lv.line)
-        self._insert(i, line, dirty=kind == WRITE)
+        dirty = self._lookup(i + 1, line, READ if kind == READ else RFO, lv.line)
+        if through:
+            return dirty  # the line goes to the level above only
+        self._insert(i, line, dirty=kind == WRITE or dirty)
+        return False
 
     def _insert(self, i, line, dirty):
-        """Insert ``line`` as MRU at level ``i``; then write the victim back if dirty."""
+        """Insert ``line`` as MRU at level ``i``; then evict the victim (see :meth:`_evict`)."""
         lv = self.levels[i]
         s = lv.set_of(line)
         victim = None
         if len(s) >= lv.ways:
             victim, victim_dirty = s.popitem(last=False)
         s[line] = dirty
-        if victim is not None and victim_dirty:
-            self._send_writeback(i, victim)
+        if victim is not None:
+            self._evict(i, victim, victim_dirty)
+
+    def _evict(self, i, line, dirty):
+        """Level ``i`` has evicted ``line``: back-invalidate, then send it down.
+
+        An inclusive level first drops the copies above it, L1 first, carrying a
+        dirty copy's data down to it as an NT store does; the line is then dirty
+        here. A dirty line is written back to level ``i + 1``; a clean one moves
+        no bytes unless level ``i + 1`` is exclusive or victim, which takes
+        every line evicted from above, clean or dirty.
+        """
+        lv = self.levels[i]
+        if lv.inclusion == INCLUSIVE:
+            carry = False
+            for j in range(i):
+                up = self.levels[j]
+                if carry:
+                    up.writebacks_in += 1
+                    up.seen.add(line)
+                s = up.set_of(line)
+                if line in s:
+                    up.back_invalidations += 1
+                    carry |= s.pop(line)
+                up.shadow.drop(line)
+                if carry:
+                    self._count_writeback(j, line)
+            if carry:
+                lv.writebacks_in += 1
+                dirty = True
+        below = self.levels[i + 1] if i + 1 < len(self.levels) else None
+        if dirty:
+            self._send_writeback(i, line)
+        elif below is not None and below.passes_through:
+            lv.victims += 1
+            lv.traffic["capacity"] += lv.line
+            self._victim_in(i + 1, line, dirty=False)
+
+    def _victim_in(self, i, line, dirty):
+        """``line`` evicted from level ``i - 1`` arrives at exclusive/victim level ``i``."""
+        lv = self.levels[i]
+        if dirty:
+            lv.writebacks_in += 1
+        else:
+            lv.victims_in += 1
+        lv.seen.add(line)
+        lv.shadow.touch(line, allocate=True)
+        s = lv.set_of(line)
+        if line in s:
+            s[line] = s[line] or dirty
+            s.move_to_end(line)
+            return
+        self._insert(i, line, dirty)
 
     def _count_writeback(self, i, line):
         """Count a writeback of ``line`` sent down by level ``i``."""
@@ -327,6 +411,9 @@ class NaiveHierarchy:
         if i == len(self.levels):
             return  # memory
         lv = self.levels[i]
+        if lv.passes_through:
+            self._victim_in(i, line, dirty=True)
+            return
         lv.writebacks_in += 1
         first_time = line not in lv.seen
         lv.seen.add(line)
@@ -385,13 +472,44 @@ class NaiveHierarchy:
         for lv in self.levels:
             lv.check_invariants()
 
+    def check_inclusion(self):
+        """Assert the inclusion properties (before the flush, which only cleans lines).
+
+        An exclusive level shares no line with the level just above it when
+        that level is L1, exclusive or inclusive (a NINE or victim level may
+        hold a line twice: it keeps a copy a lower level holds, or allocates a
+        writeback from above of a line it has already evicted down); an
+        inclusive level holds every line held by any level above it.
+        """
+        held = [set().union(*lv.sets) for lv in self.levels]
+        for i, lv in enumerate(self.levels):
+            up = self.levels[i - 1].inclusion if i else NINE
+            if lv.inclusion == EXCLUSIVE and (i == 1 or up in (EXCLUSIVE, INCLUSIVE)):
+                both = held[i - 1] & held[i]
+                assert not both, f"{lv.name} exclusive but shares {sorted(both)[:4]}"
+            if lv.inclusion == INCLUSIVE:
+                above = set().union(*held[:i])
+                assert above <= held[i], (
+                    f"{lv.name} inclusive but lacks {sorted(above - held[i])[:4]}"
+                )
+
     def result(self, classify=True):
         """The counters, shaped like the relevant parts of ``hroof.result/1``."""
         levels = []
         above = self.core["bytes_loaded"] + self.core["bytes_stored"]
+        policies = any(lv.inclusion != NINE for lv in self.levels)
         for lv in self.levels:
+            extra = {}
+            if policies:  # the plain model's result keeps its keys exactly
+                extra = {
+                    "inclusion": lv.inclusion,
+                    "victims": lv.victims,
+                    "victims_in": lv.victims_in,
+                    "back_invalidations": lv.back_invalidations,
+                }
             levels.append(
-                {
+                extra
+                | {
                     "name": lv.name,
                     "lookups": lv.lookups,
                     "hits": lv.hits,

@@ -99,7 +99,10 @@ C_INVAL = 8
 C_COMP = 9  # misses by class: +0 compulsory, +1 capacity, +2 conflict
 C_LOAD_COMP = 12  # load-caused fills by class
 C_FWD_COMP_BYTES = 15  # forwarded-store bytes by class
-NCTR = 18
+C_VICT = 18  # clean lines sent down into an exclusive/victim level below (_policy_kernels)
+C_VICT_IN = 19  # clean lines arriving from above at an exclusive/victim level
+C_BINV = 20  # copies dropped here by an inclusive level's eviction below
+NCTR = 21
 
 # Core counters.
 K_LOADS = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ def _positive_int(value: Any, what: str) -> int:
     return int(value)
 
 
+#: A level's inclusion policies (``inclusion`` in a ``[[level]]`` table).
+INCLUSION_POLICIES = ("nine", "exclusive", "victim", "inclusive")
+
+
 @dataclass(frozen=True)
 class LevelConfig:
     """One cache level.
@@ -64,6 +68,11 @@ class LevelConfig:
         access's bytes, with no fill.
     bandwidth : float or None
         GB/s as seen by the core (used by the roofline, ignored here).
+    inclusion : str
+        The level's policy towards the levels above it (docs/cache-model.md,
+        "Inclusion policies"): ``"nine"`` (default: non-inclusive,
+        non-exclusive), ``"exclusive"``, ``"victim"`` or ``"inclusive"``.
+        L1 has no level above it and must be ``"nine"``.
     """
 
     name: str
@@ -72,6 +81,7 @@ class LevelConfig:
     line: int = 64
     write_allocate: bool = True
     bandwidth: float | None = None
+    inclusion: str = "nine"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -90,6 +100,11 @@ class LevelConfig:
         if not isinstance(self.write_allocate, bool):
             raise ConfigError(
                 f"{self.name} write_allocate must be true or false, got {self.write_allocate!r}"
+            )
+        if self.inclusion not in INCLUSION_POLICIES:
+            raise ConfigError(
+                f"{self.name} inclusion must be one of {', '.join(INCLUSION_POLICIES)}, got "
+                f"{self.inclusion!r}"
             )
         if self.bandwidth is not None:
             if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)):
@@ -113,7 +128,8 @@ class LevelConfig:
         return self.size // self.line
 
     def describe(self) -> str:
-        return f"{self.name} {format_size(self.size)} {self.ways}-way {self.line} B lines"
+        policy = "" if self.inclusion == "nine" else f" {self.inclusion}"
+        return f"{self.name} {format_size(self.size)} {self.ways}-way {self.line} B lines{policy}"
 
 
 @dataclass(frozen=True)
@@ -144,6 +160,21 @@ class HierarchyConfig:
         names = [lvl.name for lvl in levels]
         if len(set(names)) != len(names):
             raise ConfigError(f"level names must be unique, got {names}")
+        if levels[0].inclusion != "nine":
+            raise ConfigError(
+                f"{levels[0].name} is the first level: nothing above it to include or exclude, "
+                f"so its inclusion must be 'nine', got {levels[0].inclusion!r}"
+            )
+
+    @property
+    def plain(self) -> bool:
+        """True if every level is NINE (the level-by-level simulator's model)."""
+        return all(lvl.inclusion == "nine" for lvl in self.levels)
+
+    def with_inclusion(self, inclusion: str = "nine") -> HierarchyConfig:
+        """The same hierarchy with L2 and below set to ``inclusion`` (``--model nine``)."""
+        levels = (self.levels[0], *(replace(lv, inclusion=inclusion) for lv in self.levels[1:]))
+        return replace(self, levels=levels)
 
     @property
     def line(self) -> int:
@@ -176,7 +207,7 @@ def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyCon
 #: The keys of a ``[[level]]`` table that the simulator reads. A machine file's other
 #: keys (bandwidths, ceilings, ``[compute]``, ``[energy]``, ...) belong to the machine
 #: schema (:mod:`hroof.machine.model`), which validates the whole file once.
-LEVEL_KEYS = frozenset({"name", "size", "ways", "line", "write_allocate", "bandwidth"})
+LEVEL_KEYS = frozenset({"name", "size", "ways", "line", "write_allocate", "bandwidth", "inclusion"})
 
 
 def _check_keys(table: dict, allowed, where: str) -> None:
@@ -206,6 +237,7 @@ def _level_from_table(
             line=table.get("line", 64),
             write_allocate=table.get("write_allocate", True),
             bandwidth=table.get("bandwidth"),
+            inclusion=table.get("inclusion", "nine"),
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -72,6 +72,12 @@ class LevelResult:
     ai: float | None
     traffic_below: dict[str, int] | None
     traffic_below_bytes: int
+    #: The inclusion policy and its counters (docs/cache-model.md, "Inclusion policies");
+    #: results written before they existed load as a NINE level with zeros.
+    inclusion: str = "nine"
+    victims: int = 0
+    victims_in: int = 0
+    back_invalidations: int = 0
 
     @property
     def fills(self) -> int:
@@ -102,6 +108,10 @@ class LevelResult:
             "bytes": self.bytes,
             "ai": self.ai,
             "traffic_below": None if self.traffic_below is None else dict(self.traffic_below),
+            "inclusion": self.inclusion,
+            "victims": self.victims,
+            "victims_in": self.victims_in,
+            "back_invalidations": self.back_invalidations,
         }
 
 
@@ -209,7 +219,9 @@ class SimResult:
                     writebacks_in=lv["writebacks_in"], writebacks=lv["writebacks"],
                     invalidations=lv.get("invalidations", 0), bytes=lv["bytes"],
                     ai=_ai(flops, lv["bytes"]), traffic_below=lv["traffic_below"],
-                    traffic_below_bytes=traffic,
+                    traffic_below_bytes=traffic, inclusion=lv.get("inclusion", "nine"),
+                    victims=lv.get("victims", 0), victims_in=lv.get("victims_in", 0),
+                    back_invalidations=lv.get("back_invalidations", 0),
                 )
             )  # fmt: skip
         options = d.get("options", {})

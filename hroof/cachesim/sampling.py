@@ -242,7 +242,7 @@ class SampledSimulator:
             for lvl, cfg in enumerate(self.hierarchy.levels):
                 c = ctrs[:, lvl, :]
                 fills = c[:, K.C_MISSES] - c[:, K.C_FWD]
-                traffic = (fills + c[:, K.C_WB_OUT]) * line + c[:, K.C_FWD_BYTES]
+                traffic = (fills + c[:, K.C_WB_OUT] + c[:, K.C_VICT]) * line + c[:, K.C_FWD_BYTES]
                 levels.append(
                     {
                         "name": cfg.name,

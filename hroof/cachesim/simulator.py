@@ -20,6 +20,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
+from hroof.cachesim import _policy_kernels as PK
 from hroof.cachesim import _stream_kernels as SK
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
@@ -98,6 +99,20 @@ def _as_chunk(addr, size, kind, line_bits: int):
 
 
 _WARM: set[bool] = set()
+
+
+_WARM_POLICIES: set[bool] = set()
+
+
+def warm_up_policies(classify: bool) -> None:
+    """Compile (or load) the inclusion-policy kernels once per process and mode."""
+    if classify not in _WARM_POLICIES:
+        _WARM_POLICIES.add(classify)
+        pols = ("nine", "exclusive", "inclusive")
+        levels = tuple(LevelConfig(f"L{i}", 128, 1, 64, inclusion=p) for i, p in enumerate(pols))
+        sim = Simulator(HierarchyConfig(levels), classify=classify)
+        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
+        sim.finish()
 
 
 def warm_up(classify: bool | None = None) -> None:
@@ -204,7 +219,13 @@ class Simulator:
         self._pool = None
         self._pending = None
         self._flip = 0
-        if threads == 2 and len(hierarchy.levels) > 1:
+        # Policies other than NINE run access by access, on one thread (_policy_kernels).
+        self._plain = hierarchy.plain
+        self._pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in hierarchy.levels])
+        self._act = np.zeros((2, len(hierarchy.levels)), dtype=np.int64)
+        if not self._plain:
+            warm_up_policies(self.classify)
+        if threads == 2 and len(hierarchy.levels) > 1 and self._plain:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
         self._finished = False
@@ -369,7 +390,9 @@ class Simulator:
         self._st.core[:] += core
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
-        if self._pool is None:
+        if not self._plain:
+            self._run_policies(addr, size, kind)
+        elif self._pool is None:
             self._run_levels(0, addr, lb, size, kind)
         else:
             self._run_pipelined(addr, size, kind)
@@ -381,7 +404,9 @@ class Simulator:
         ``addr`` int64, ``size`` int64, ``kind`` uint8, as :func:`_as_chunk` returns them.
         """
         t0 = time.perf_counter()
-        if self._pool is None:
+        if not self._plain:
+            self._run_policies(addr, size, kind)
+        elif self._pool is None:
             self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
         else:
             self._run_pipelined(addr, size, kind)
@@ -423,6 +448,18 @@ class Simulator:
             shift = 0
             lvl += 1
 
+    def _run_policies(self, addr, size, kind) -> None:
+        """Run accesses through a hierarchy with an exclusive, victim or inclusive level."""
+        i = 0
+        lb = self.hierarchy.line_bits
+        while i < addr.shape[0]:
+            i = PK.policy_pass(
+                addr, lb, size, kind, i, self._geo, self._st, self._fl, self._sh, self._pol,
+                self.classify, self._act[0], self._act[1],
+            )  # fmt: skip
+            if i < addr.shape[0]:
+                self._grow_flags(1)
+
     def _run_pipelined(self, addr, size, kind) -> None:
         """L1 on this thread; the levels below on the worker, one chunk behind."""
         out = self._l1_out[self._flip]
@@ -444,6 +481,12 @@ class Simulator:
     def _flush(self) -> None:
         """Write back every dirty line, level by level from L1 down."""
         nlev = len(self.hierarchy.levels)
+        if not self._plain:
+            for lvl in range(nlev):
+                PK.policy_flush(
+                    lvl, self._geo, self._st, self._fl, self._sh, self._pol, self.classify
+                )
+            return
         for lvl in range(nlev):
             emit = lvl < nlev - 1
             out = self._out_dummy
@@ -544,7 +587,7 @@ class Simulator:
         line = cfg.line
         misses = row[K.C_MISSES]
         fills = misses - row[K.C_FWD]
-        below = (fills + row[K.C_WB_OUT]) * line + row[K.C_FWD_BYTES]
+        below = (fills + row[K.C_WB_OUT] + row[K.C_VICT]) * line + row[K.C_FWD_BYTES]
         by_class = partition = None
         if self.classify:
             by_class = {name: row[K.C_COMP + j] for j, name in enumerate(MISS_CLASSES)}
@@ -557,7 +600,7 @@ class Simulator:
                     (
                         (load[0] + first) * line + fwd[0],
                         row[K.C_WA_FILLS] * line,
-                        (load[1] + repeat) * line + fwd[1],
+                        (load[1] + repeat + row[K.C_VICT]) * line + fwd[1],
                         load[2] * line + fwd[2],
                     ),
                     strict=False,
@@ -585,6 +628,10 @@ class Simulator:
             ai=_ai(flops, nbytes),
             traffic_below=partition,
             traffic_below_bytes=below,
+            inclusion=cfg.inclusion,
+            victims=row[K.C_VICT],
+            victims_in=row[K.C_VICT_IN],
+            back_invalidations=row[K.C_BINV],
         )
 
 

@@ -282,6 +282,7 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
         Col("line"),
         Col("sets"),
         Col("write-\nallocate", "<"),
+        Col("inclusion", "<"),
         Col("bandwidth"),
         Col("ridge\nFLOP/B"),
     ]
@@ -296,12 +297,13 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
                 f"{lv.line} B",
                 int_text(lv.sets),
                 "yes" if lv.write_allocate else "no",
+                lv.inclusion,
                 gbs(bw),
                 ai_text(machine.ridge_point(lv.name)),
             ]
         )
     mem = machine.memory_name
-    mem_row = [mem, *["-"] * 6, gbs(machine.memory_bandwidth), ai_text(machine.ridge_point(mem))]
+    mem_row = [mem, *["-"] * 7, gbs(machine.memory_bandwidth), ai_text(machine.ridge_point(mem))]
     rows.append(mem_row)
     return "\n".join([*head, "", *text_table(cols, rows)])
 

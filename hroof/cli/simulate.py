@@ -91,7 +91,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 flag = "--" + option.replace("_", "-")
                 raise HroofError(f"{flag} is for --trace; a kernel knows its own")
         plan = kernel_plan(args.kernel, args.params)
-        machine = resolve_machine(args.machine)
+        machine = _model(resolve_machine(args.machine), args.model)
         check_plan(plan, machine.line_bits, classify=not args.no_classify)
         from hroof.studies.runs import simulate_kernel
 
@@ -114,7 +114,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return 0
     from hroof.studies.runs import read_trace_meta, split_chunks
 
-    machine = resolve_machine(args.machine)
+    machine = _model(resolve_machine(args.machine), args.model)
     path = os.fspath(args.trace)
     fmt = args.format or detect_format(path)
     # iter_trace checks the file (exists, readable, npz layout) before anything runs.
@@ -157,6 +157,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         text = format_result(result, machine, width=term_width()) + sampling_note(result)
         emit(text + _advice(result, machine))
     return 0
+
+
+def _model(hierarchy: HierarchyConfig, model: str) -> HierarchyConfig:
+    """``--model``: the machine's own inclusion policies, or every level NINE."""
+    return hierarchy if model == "machine" else hierarchy.with_inclusion("nine")
 
 
 def _json(result: SimResult, hierarchy: HierarchyConfig) -> str:
@@ -315,6 +320,14 @@ def register(sub, machine_sub) -> None:
         "e.g. 1e6); gives each level's arithmetic intensity in FLOP/byte",
     )
     p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
+    p.add_argument(
+        "--model",
+        choices=("machine", "nine"),
+        default="machine",
+        help="machine: each level's inclusion policy as the machine file gives it (default); "
+        "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
+        "'Inclusion policies')",
+    )
     p.add_argument(
         "--no-classify",
         action="store_true",

@@ -1,0 +1,85 @@
+"""Inclusion policies: the plain path before and after, and what a policy costs; same run.
+
+On the 7-point stencil at n = 128 (16.8 M accesses) through the bundled
+``generic`` hierarchy (L1 48 KiB/12, L2 2 MiB/16, L3 32 MiB/16), each run in
+its own process (``hroof simulate ... --json``, its ``timing.simulate_s``: the
+simulation alone, the JIT load kept apart by the simulator's warm-up):
+
+* ``before``: the plain (all-NINE) model with the code of ``--base`` (a
+  checkout of the commit before the policies, e.g. ``git archive`` of it);
+* ``after``: the same with this tree (the plain path must not be slower);
+* ``exclusive L3``, ``victim L3``, ``inclusive L3``: this tree, with the
+  generic machine's L3 given that policy (the access-by-access kernel).
+
+Rounds are interleaved and the best of each kept (the machine is a noisy,
+shared 2-core VM). Usage::
+
+    git archive BASE | tar -x -C /tmp/base
+    python bench/inclusion.py --base /tmp/base [--repeat 3] [--classify]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+GENERIC = HERE / "hroof" / "data" / "generic.toml"
+
+
+def machine_with_l3(policy: str, outdir: Path) -> Path:
+    text = GENERIC.read_text()
+    head, l3 = text.split('name = "L3"')
+    path = outdir / f"generic-{policy}.toml"
+    path.write_text(head + 'name = "L3"\ninclusion = "' + policy + '"' + l3)
+    return path
+
+
+def run(tree: Path, machine: Path, classify: bool) -> tuple[float, dict]:
+    argv = [sys.executable, "-m", "hroof", "simulate", "stencil7", "n=128", "--machine"]
+    argv += [str(machine), "--json", "-q"] + ([] if classify else ["--no-classify"])
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    d = json.loads(out)
+    return d["timing"]["simulate_s"], d
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", type=Path, required=True, help="checkout of the code before")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--classify", action="store_true", help="classify misses (3C) too")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = {"before": (args.base, GENERIC), "after": (HERE, GENERIC)}
+        for policy in ("exclusive", "victim", "inclusive"):
+            cases[f"{policy} L3"] = (HERE, machine_with_l3(policy, Path(tmp)))
+        best = dict.fromkeys(cases, float("inf"))
+        results = {}
+        for _ in range(args.repeat):
+            for name, (tree, machine) in cases.items():
+                t, d = run(tree, machine, args.classify)
+                best[name] = min(best[name], t)
+                results[name] = d
+    n = results["after"]["accesses"]
+    same = all(
+        {k: lv[k] for k in ("lookups", "misses", "writebacks")}
+        == {k: bv[k] for k in ("lookups", "misses", "writebacks")}
+        for lv, bv in zip(results["after"]["levels"], results["before"]["levels"], strict=True)
+    )
+    print(f"stencil7 n=128, {n:,} accesses, classify={'on' if args.classify else 'off'}, "
+          f"best of {args.repeat}; plain counts before == after: {same}")  # fmt: skip
+    for name, t in best.items():
+        mem = results[name]["memory"]["bytes"]
+        print(f"  {name:<14} {t:7.3f} s  {n / t / 1e6:6.1f} M acc/s  x{t / best['after']:.2f} "
+              f"of after   memory {mem / 2**20:8.1f} MiB")  # fmt: skip
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

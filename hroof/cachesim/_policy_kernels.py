@@ -1,0 +1,305 @@
+"""Numba kernels of the inclusion policies (exclusive, victim, inclusive levels).
+
+The plain model (every level NINE) runs level by level in
+:mod:`hroof.cachesim._kernels`: each level's behaviour depends only on the
+events that reach it. The other policies break that: an exclusive level hands a
+line's dirty bit back up, and an inclusive level's eviction removes copies
+above it. So a hierarchy with any such level runs here instead, one access at
+a time through the whole hierarchy, in exactly the order of the recursive model
+of ``docs/cache-model.md`` ("Inclusion policies"):
+
+1. **down**: the access looks the line up at L1, L2, ... until a level hits
+   (or memory serves it), counting each lookup, miss and class on the way;
+2. **up**: from the deepest level that missed back to L1, each allocating
+   level inserts the line (an exclusive or victim level lets it pass), and the
+   victim of each insertion is sent down at once by :func:`_send_down`, which
+   may evict in turn, level after level, before the next level up inserts.
+
+The state (tags, counters, flag pages, shadows) is the level-by-level
+simulator's, so results build the same way. The plain path never calls these
+kernels; it costs nothing more than before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hroof._base.jit import INLINE, JIT
+from hroof.cachesim._kernels import (
+    C_BINV,
+    C_COMP,
+    C_FWD,
+    C_FWD_BYTES,
+    C_FWD_COMP_BYTES,
+    C_INVAL,
+    C_LOAD_COMP,
+    C_LOOKUPS,
+    C_MISSES,
+    C_VICT,
+    C_VICT_IN,
+    C_WA_FILLS,
+    C_WB_IN,
+    M_NPAGES,
+    M_PT_USED,
+    PAGE,
+    S_HEAD,
+    SEEN_BIT0,
+    _count_writeback,
+    _find,
+    _flag_index,
+    _remove,
+    _sh_drop,
+    _sh_touch,
+    _to_front,
+    _touch,
+)
+
+# Policy codes (``pol`` array, one per level).
+P_NINE = 0
+P_EXCLUSIVE = 1
+P_VICTIM = 2
+P_INCLUSIVE = 3
+POLICY_CODES = {
+    "nine": P_NINE,
+    "exclusive": P_EXCLUSIVE,
+    "victim": P_VICTIM,
+    "inclusive": P_INCLUSIVE,
+}
+
+# Lookup kinds on the way down.
+_READ = 0
+_WRITE = 1
+_RFO = 6
+# What a level did on the way down.
+_A_FILL = 1
+_A_THROUGH = 2
+_A_FORWARD = 3
+
+
+@njit(**INLINE)
+def _base(geo, lvl, line):
+    mask = geo.mask[lvl]
+    s = line & mask if mask >= 0 else line % geo.nsets[lvl]
+    return geo.off[lvl] + s * geo.ways[lvl]
+
+
+@njit(**INLINE)
+def _mark_seen(fl, lvl, line):
+    """Mark ``line`` seen at ``lvl``; return True if it was not before."""
+    fi = _flag_index(fl, line)
+    bit = np.int64(1) << (SEEN_BIT0 + lvl)
+    first = (fl.pages[fi] & bit) == 0
+    fl.pages[fi] |= bit
+    return first
+
+
+@njit(**INLINE)
+def _passes(pol, lvl):
+    return pol[lvl] == P_EXCLUSIVE or pol[lvl] == P_VICTIM
+
+
+@njit(**JIT)
+def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, classify):
+    """Level ``j`` lets ``v`` go: evicted (``evicted``) or written back by the flush.
+
+    An evicting inclusive level first drops the copies above it, L1 first,
+    carrying a dirty copy down as an NT store does. Then a dirty line is
+    written back to ``j + 1``, and a clean one goes there only if that level is
+    exclusive or victim; there it is inserted (MRU, with its dirty bit), and
+    the victim of that insertion goes on down the same way.
+    """
+    tags = st.tags
+    ctr = st.ctr
+    nlev = geo.nlevels
+    while True:
+        if evicted and pol[j] == P_INCLUSIVE:
+            carry = False
+            for u in range(j):
+                if carry:
+                    ctr[u, C_WB_IN] += 1
+                    if classify:
+                        _mark_seen(fl, u, v)
+                b = _base(geo, u, v)
+                p = _find(tags, b, geo.ways[u], v)
+                if p >= 0:
+                    ctr[u, C_BINV] += 1
+                    carry = carry or (tags[b + p] & 1) != 0
+                    _remove(tags, b, geo.ways[u], p)
+                if classify:
+                    _sh_drop(sh, u, v)
+                if carry:
+                    _count_writeback(ctr, fl, u, v, classify)
+            if carry:
+                ctr[j, C_WB_IN] += 1
+                dirty = True
+        evicted = True
+        if j + 1 >= nlev:
+            if dirty:
+                _count_writeback(ctr, fl, j, v, classify)
+            return
+        if dirty:
+            _count_writeback(ctr, fl, j, v, classify)
+        elif _passes(pol, j + 1):
+            ctr[j, C_VICT] += 1
+        else:
+            return
+        j += 1
+        if dirty:
+            ctr[j, C_WB_IN] += 1
+        else:
+            ctr[j, C_VICT_IN] += 1
+        if classify:
+            _mark_seen(fl, j, v)
+            _sh_touch(sh, j, v, True)
+        victim = _touch(tags, _base(geo, j, v), geo.ways[j], v, 1 if dirty else 0)
+        if victim < 0:
+            return
+        v = victim >> 1
+        dirty = (victim & 1) != 0
+
+
+@njit(**JIT)
+def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, classify, act, akind):
+    """Run trace accesses ``start..`` (byte addresses, each within one line) through the hierarchy.
+
+    ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
+    index reached: ``len(src)`` unless the classification tables must grow
+    first (the driver grows them and calls again from there).
+    """
+    n = src.shape[0]
+    tags = st.tags
+    ctr = st.ctr
+    nlev = geo.nlevels
+    pages_cap = fl.pages.shape[0] // PAGE
+    pt_cap = fl.pt_keys.shape[0]
+    l1_lookups = 0  # in a register, stored once per call
+    off0 = geo.off[0]
+    mask0 = geo.mask[0]
+    nsets0 = geo.nsets[0]
+    ways0 = geo.ways[0]
+    wa0 = geo.wa[0] != 0
+    for i in range(start, n):
+        if classify and (
+            fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+        ):
+            ctr[0, C_LOOKUPS] += l1_lookups
+            return i
+        line = src[i] >> shift
+        t = np.int64(kind[i])
+        if t == 2:
+            # A non-temporal store: invalidate every copy, carrying a dirty one down.
+            carry = False
+            for lv in range(nlev):
+                if carry:
+                    ctr[lv, C_WB_IN] += 1
+                    if classify:
+                        _mark_seen(fl, lv, line)
+                b = _base(geo, lv, line)
+                p = _find(tags, b, geo.ways[lv], line)
+                if p >= 0:
+                    ctr[lv, C_INVAL] += 1
+                    carry = carry or (tags[b + p] & 1) != 0
+                    _remove(tags, b, geo.ways[lv], p)
+                if classify:
+                    _sh_drop(sh, lv, line)
+                if carry:
+                    _count_writeback(ctr, fl, lv, line, classify)
+            continue
+        k = _WRITE if t == 1 else _READ
+        # L1 (always NINE) first, as the level pass does it: most accesses end here.
+        l1_lookups += 1
+        sh_hit = False
+        if classify:
+            head = sh.meta[0, S_HEAD]
+            if head >= 0 and sh.node[2 * head] == line:
+                sh_hit = True
+            else:
+                sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
+        b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
+        cur = tags[b]
+        if (cur >> 1) == line:
+            tags[b] = cur | k  # k is 1 for a store: the dirty bit
+            continue
+        p = _find(tags, b, ways0, line)
+        if p >= 0:
+            _to_front(tags, b, p, k)
+            continue
+        d = False
+        lv = 0
+        while lv < nlev:
+            through = _passes(pol, lv)
+            forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
+            allocates = not forwards and not through
+            if lv > 0:
+                ctr[lv, C_LOOKUPS] += 1
+                sh_hit = False
+                if classify:
+                    sh_hit = _sh_touch(sh, lv, line, allocates)
+                b = _base(geo, lv, line)
+                p = _find(tags, b, geo.ways[lv], line)
+            ways = geo.ways[lv]
+            if p >= 0:
+                if k == _WRITE:
+                    _to_front(tags, b, p, 1)
+                elif pol[lv] == P_EXCLUSIVE:
+                    d = (tags[b + p] & 1) != 0
+                    _remove(tags, b, ways, p)
+                    if classify:
+                        _sh_drop(sh, lv, line)
+                else:
+                    _to_front(tags, b, p, 0)
+                break
+            ctr[lv, C_MISSES] += 1
+            cls = 0
+            if classify:
+                if _mark_seen(fl, lv, line):
+                    cls = 0
+                elif sh_hit:
+                    cls = 2
+                else:
+                    cls = 1
+                ctr[lv, C_COMP + cls] += 1
+            if forwards:
+                sz = np.int64(size[i])
+                ctr[lv, C_FWD] += 1
+                ctr[lv, C_FWD_BYTES] += sz
+                if classify:
+                    ctr[lv, C_FWD_COMP_BYTES + cls] += sz
+                act[lv] = _A_FORWARD
+                lv += 1
+                continue
+            if k == _READ:
+                if classify:
+                    ctr[lv, C_LOAD_COMP + cls] += 1
+            else:
+                ctr[lv, C_WA_FILLS] += 1
+            act[lv] = _A_THROUGH if through else _A_FILL
+            akind[lv] = k
+            k = _READ if k == _READ else _RFO
+            lv += 1
+        # Back up: the levels that missed insert the line, deepest first.
+        for j in range(lv - 1, -1, -1):
+            if act[j] != _A_FILL:
+                continue
+            dirty = akind[j] == _WRITE or d
+            d = False
+            victim = _touch(tags, _base(geo, j, line), geo.ways[j], line, 1 if dirty else 0)
+            if victim >= 0:
+                _send_down(j, victim >> 1, (victim & 1) != 0, True, geo, st, fl, sh, pol, classify)
+    ctr[0, C_LOOKUPS] += l1_lookups
+    return n
+
+
+@njit(**JIT)
+def policy_flush(lvl, geo, st, fl, sh, pol, classify):
+    """Write back level ``lvl``'s dirty lines, set by set, LRU to MRU, each sent down at once."""
+    tags = st.tags
+    ways = geo.ways[lvl]
+    for s in range(geo.nsets[lvl]):
+        base = geo.off[lvl] + s * ways
+        for p in range(ways - 1, -1, -1):
+            t = tags[base + p]
+            if t >= 0 and (t & 1):
+                tags[base + p] = t ^ 1
+                _send_down(lvl, t >> 1, True, False, geo, st, fl, sh, pol, classify)
