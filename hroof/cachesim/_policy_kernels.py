@@ -285,7 +285,11 @@ def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, classify, a
             dirty = akind[j] == _WRITE or d
             d = False
             victim = _touch(tags, _base(geo, j, line), geo.ways[j], line, 1 if dirty else 0)
-            if victim >= 0:
+            # A clean victim of a level that is not inclusive, above one that keeps no
+            # victims, goes nowhere: skip the call.
+            if victim >= 0 and (
+                (victim & 1) != 0 or pol[j] == P_INCLUSIVE or (j + 1 < nlev and _passes(pol, j + 1))
+            ):
                 _send_down(j, victim >> 1, (victim & 1) != 0, True, geo, st, fl, sh, pol, classify)
     ctr[0, C_LOOKUPS] += l1_lookups
     return n
