@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hroof._base.errors import HroofError, TraceFormatError, suggest
+from hroof._base.kinds import LOAD, NT_STORE, STORE
 from hroof.traces.textfmt import (
     _GZIP_MAGIC,
     _MAX_SIZE,
@@ -82,7 +83,7 @@ EXTENSIONS = {
 
 _WRITE_LINES = 1 << 16  # din lines formatted per write
 _NPZ_ARRAYS = ("addr", "size", "kind")
-_KIND_NAMES = "0 (load), 1 (store) or 2 (non-temporal store)"
+_KIND_NAMES = f"{LOAD} (load), {STORE} (store) or {NT_STORE} (non-temporal store)"
 
 
 # --------------------------------------------------------------------------
@@ -314,7 +315,7 @@ def write_din(path: str | os.PathLike, chunks) -> None:
             offset = 0
             for i, chunk in enumerate(_chunk_iterable(chunks)):
                 addr, size, kind = _as_chunk(chunk, f"{os.fspath(path)}: chunk {i}", offset)
-                nt = np.flatnonzero(kind == 2)
+                nt = np.flatnonzero(kind == NT_STORE)
                 if len(nt):
                     raise TraceFormatError(
                         f"{os.fspath(path)}: access {offset + int(nt[0])} is a non-temporal "
@@ -419,7 +420,7 @@ def _as_chunk(chunk, where: str, offset: int) -> TraceChunk:
     addr, size, kind = arrays
     _check_range(addr, "addr", 0, None, "addresses must be non-negative", where, offset)
     _check_range(size, "size", 1, _MAX_SIZE, f"sizes must be 1 to {_MAX_SIZE} bytes", where, offset)
-    _check_range(kind, "kind", 0, 2, f"kinds must be {_KIND_NAMES}", where, offset)
+    _check_range(kind, "kind", LOAD, NT_STORE, f"kinds must be {_KIND_NAMES}", where, offset)
     return TraceChunk(addr.astype(np.uint64), size.astype(np.uint32), kind.astype(np.uint8))
 
 

@@ -98,6 +98,7 @@ from numba import njit
 from hroof._base.errors import HroofError, suggest
 from hroof._base.guards import check_memory
 from hroof._base.jit import GEN
+from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -132,26 +133,26 @@ def _spmv_gen(pos, stop, addr, size, kind, args):
         if pos == 0:
             addr[n] = rp_base
             size[n] = ib
-            kind[n] = 0
+            kind[n] = LOAD
             n += 1
         addr[n] = rp_base + (pos + 1) * ib
         size[n] = ib
-        kind[n] = 0
+        kind[n] = LOAD
         n += 1
         for j in range(lo, hi):
             addr[n] = val_base + j * elem
             size[n] = elem
-            kind[n] = 0
+            kind[n] = LOAD
             addr[n + 1] = col_base + j * ib
             size[n + 1] = ib
-            kind[n + 1] = 0
+            kind[n + 1] = LOAD
             addr[n + 2] = x_base + col[j] * elem
             size[n + 2] = elem
-            kind[n + 2] = 0
+            kind[n + 2] = LOAD
             n += 3
         addr[n] = y_base + pos * elem
         size[n] = elem
-        kind[n] = 1
+        kind[n] = STORE
         n += 1
         pos += 1
     return n, pos
@@ -176,34 +177,34 @@ def _bcsr_gen(pos, stop, addr, size, kind, args):
         if pos == 0:
             addr[n] = bp_base
             size[n] = ib
-            kind[n] = 0
+            kind[n] = LOAD
             n += 1
         addr[n] = bp_base + (pos + 1) * ib
         size[n] = ib
-        kind[n] = 0
+        kind[n] = LOAD
         n += 1
         for b in range(lo, hi):
             addr[n] = bc_base + b * ib
             size[n] = ib
-            kind[n] = 0
+            kind[n] = LOAD
             n += 1
             xb = x_base + bcol[b] * c * elem
             for jj in range(c):
                 addr[n] = xb + jj * elem
                 size[n] = elem
-                kind[n] = 0
+                kind[n] = LOAD
                 n += 1
             vb = val_base + b * rc * elem
             for k in range(rc):
                 addr[n] = vb + k * elem
                 size[n] = elem
-                kind[n] = 0
+                kind[n] = LOAD
                 n += 1
         yb = y_base + pos * r * elem
         for ii in range(r):
             addr[n] = yb + ii * elem
             size[n] = elem
-            kind[n] = 1
+            kind[n] = STORE
             n += 1
         pos += 1
     return n, pos
