@@ -150,6 +150,11 @@ def _split_lines(addr, size, kind, line_bits):
     return lo, hi - lo, kind[idx]
 
 
+def _plain(fn):
+    """The Python function behind a Numba dispatcher (itself when NUMBA_DISABLE_JIT=1)."""
+    return getattr(fn, "py_func", fn)
+
+
 class Simulator:
     """A set-associative LRU cache hierarchy fed a trace chunk by chunk.
 
@@ -340,7 +345,7 @@ class Simulator:
                 nd = int(meta[K.S_HEAD])
                 while nd >= 0:
                     listed.append(nd)
-                    nd = int(K._sh_next.py_func(sh, nd))
+                    nd = int(_plain(K._sh_next)(sh, nd))
                 assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
                 toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
                 table = sh.tab[toff : toff + tsize]
