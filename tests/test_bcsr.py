@@ -15,7 +15,8 @@ from hroof.cachesim import hierarchy
 from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.kernels import BASE
-from hroof.traces.sparse import blocking, dof_blocks, fill_ratio, matrix_csr, to_bcsr
+from hroof.traces.matrices import dof_blocks
+from hroof.traces.sparse import blocking, fill_ratio, matrix_csr, to_bcsr
 
 # Rows: 0: cols 0 1; 1: cols 0 1 3; 2: col 2; 3: cols 3 4; 4: cols 0 4 (10 nonzeros).
 HAND = """%%MatrixMarket matrix coordinate pattern general

@@ -40,6 +40,10 @@ SMALL = hierarchy(
     name="small",
 )
 
+#: A Dask LocalCluster starts for these: the full suite (make test) runs them, the fast
+#: lane does not.
+pytestmark = pytest.mark.slow
+
 
 def counters(result) -> dict:
     """A result's document without its wall-clock timings: every counter, every AI."""

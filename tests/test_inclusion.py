@@ -365,7 +365,7 @@ def test_policy_kernel_on_a_plain_hierarchy_equals_the_level_passes(seed):
     results = []
     for plain in (True, False):
         sim = Simulator(h)
-        sim._plain = plain
+        sim._nine = plain
         sim.feed(addr, size, kind)
         results.append(sim.finish().to_dict())
     assert results[0]["levels"] == results[1]["levels"]

@@ -250,6 +250,7 @@ def test_tiny_measurement_structure(tiny):
             assert (f.gbs is None) == (f.plateau is None) and f.note
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.environ.get("NUMBA_DISABLE_JIT") == "1",
     reason="timing relations need the compiled kernels (the coverage lane runs them as Python)",
@@ -284,6 +285,7 @@ def test_tiny_measurement_ordering(tiny):
         assert checked == len(tiny.sweeps)
 
 
+@pytest.mark.slow
 def test_tiny_measurement_files_and_ert_round_trip(tiny):
     text = files.measurement_toml(tiny)
     machine = files.check_loads(text, "measured")

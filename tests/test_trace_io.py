@@ -21,10 +21,10 @@ from hroof.traces import (
     count_accesses,
     detect_format,
     iter_trace,
+    textfmt,
     write_din,
     write_npz,
 )
-from hroof.traces import io as tio
 
 CHUNK_SIZES = [1, 7, 1000, DEFAULT_CHUNK]
 
@@ -160,7 +160,7 @@ def test_din_round_trip(tmp_path, chunk_size, name):
 @pytest.mark.parametrize("block", [1, 5, 64, 1 << 20])
 def test_text_blocks_do_not_matter(tmp_path, monkeypatch, block):
     """Lines cut across read blocks (even 1 byte) parse the same."""
-    monkeypatch.setattr(tio, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(textfmt, "_BLOCK_BYTES", block)
     trace = random_trace(300, seed=5, kinds=2)
     path = tmp_path / "t.din"
     write_din(path, trace)
@@ -300,7 +300,7 @@ def test_din_errors(tmp_path, line, reason):
 
 
 def test_din_error_line_number_in_later_block(tmp_path, monkeypatch):
-    monkeypatch.setattr(tio, "_BLOCK_BYTES", 100)
+    monkeypatch.setattr(textfmt, "_BLOCK_BYTES", 100)
     lines = [f"{i % 3} {i:x} 8" for i in range(1000)]
     lines[777] = "0 zz 8"
     path = write_text(tmp_path, "t.din", "\n".join(lines) + "\n")
@@ -316,8 +316,8 @@ def test_long_line_content_is_truncated(tmp_path):
 
 
 def test_line_without_newline_too_long(tmp_path, monkeypatch):
-    monkeypatch.setattr(tio, "_BLOCK_BYTES", 16)
-    monkeypatch.setattr(tio, "_MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(textfmt, "_BLOCK_BYTES", 16)
+    monkeypatch.setattr(textfmt, "_MAX_LINE_BYTES", 64)
     path = write_text(tmp_path, "t.din", "0 10\n1 20\n" + "0" * 200)
     msg = line_error(path)
     assert f"{path}:3: line longer than 64 bytes" in msg
@@ -431,7 +431,7 @@ def naive_read(lines, parse_line):
     for lineno, line in enumerate(lines, 1):
         try:
             got = parse_line(line)
-        except tio._BadLine:
+        except textfmt._BadLine:
             return lineno
         if got is None:
             continue
@@ -449,7 +449,7 @@ def fast_read(path):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_din_block_parser_matches_line_parser(tmp_path, monkeypatch, seed):
-    monkeypatch.setattr(tio, "_BLOCK_BYTES", 37)
+    monkeypatch.setattr(textfmt, "_BLOCK_BYTES", 37)
     rng = np.random.default_rng(seed)
     bad_rate = BAD_RATES[seed % len(BAD_RATES)]
     lines = []
@@ -463,7 +463,7 @@ def test_din_block_parser_matches_line_parser(tmp_path, monkeypatch, seed):
         seps = rng.choice([" ", "  ", "\t", " \r"], len(fields) + 1)
         lines.append("".join(s + f for s, f in zip(seps, fields, strict=False)).encode())
     path = write_text(tmp_path, "t.din", b"\n".join(lines) + b"\n")
-    want = naive_read(lines, tio._parse_din_line)
+    want = naive_read(lines, textfmt._parse_din_line)
     got = fast_read(path)
     if isinstance(want, int):
         assert got == want
@@ -473,7 +473,7 @@ def test_din_block_parser_matches_line_parser(tmp_path, monkeypatch, seed):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_lackey_block_parser_matches_line_parser(tmp_path, monkeypatch, seed):
-    monkeypatch.setattr(tio, "_BLOCK_BYTES", 41)
+    monkeypatch.setattr(textfmt, "_BLOCK_BYTES", 41)
     rng = np.random.default_rng(seed)
     bad_rate = BAD_RATES[seed % len(BAD_RATES)]
     lines = []
@@ -485,7 +485,7 @@ def test_lackey_block_parser_matches_line_parser(tmp_path, monkeypatch, seed):
             body = "".join(rng.choice(LACKEY_BODY, rng.integers(0, 5)))
             lines.append((rng.choice(LACKEY_PIECES) + body).encode())
     path = write_text(tmp_path, "t.lackey", b"\n".join(lines) + b"\n")
-    want = naive_read(lines, tio._parse_lackey_line)
+    want = naive_read(lines, textfmt._parse_lackey_line)
     got = fast_read(path)
     if isinstance(want, int):
         assert got == want

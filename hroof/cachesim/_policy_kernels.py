@@ -307,3 +307,21 @@ def policy_flush(lvl, geo, st, fl, sh, pol, classify):
             if t >= 0 and (t & 1):
                 tags[base + p] = t ^ 1
                 _send_down(lvl, t >> 1, True, False, geo, st, fl, sh, pol, classify)
+
+
+_WARM: set[bool] = set()
+
+
+def warm_up(classify: bool) -> None:
+    """Compile (or load from Numba's cache) these kernels once per process and mode, so
+    that a simulator's ``timing.simulate_s`` measures simulation, not compilation."""
+    from hroof.cachesim.config import HierarchyConfig, LevelConfig
+    from hroof.cachesim.simulator import Simulator
+
+    if classify not in _WARM:
+        _WARM.add(classify)
+        pols = ("nine", "exclusive", "inclusive")
+        levels = tuple(LevelConfig(f"L{i}", 128, 1, 64, inclusion=p) for i, p in enumerate(pols))
+        sim = Simulator(HierarchyConfig(levels), classify=classify)
+        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
+        sim.finish()

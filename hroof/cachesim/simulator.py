@@ -101,20 +101,6 @@ def _as_chunk(addr, size, kind, line_bits: int):
 _WARM: set[bool] = set()
 
 
-_WARM_POLICIES: set[bool] = set()
-
-
-def warm_up_policies(classify: bool) -> None:
-    """Compile (or load) the inclusion-policy kernels once per process and mode."""
-    if classify not in _WARM_POLICIES:
-        _WARM_POLICIES.add(classify)
-        pols = ("nine", "exclusive", "inclusive")
-        levels = tuple(LevelConfig(f"L{i}", 128, 1, 64, inclusion=p) for i, p in enumerate(pols))
-        sim = Simulator(HierarchyConfig(levels), classify=classify)
-        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
-        sim.finish()
-
-
 def warm_up(classify: bool | None = None) -> None:
     """Compile the kernels, or load them from Numba's on-disk cache, once per process.
 
@@ -163,6 +149,11 @@ def _split_lines(addr, size, kind, line_bits):
     lo = np.maximum(addr[idx], line << line_bits)
     hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
     return lo, hi - lo, kind[idx]
+
+
+def _plain(fn):
+    """The Python function behind a Numba dispatcher (itself when NUMBA_DISABLE_JIT=1)."""
+    return getattr(fn, "py_func", fn)
 
 
 class Simulator:
@@ -220,12 +211,12 @@ class Simulator:
         self._pending = None
         self._flip = 0
         # Policies other than NINE run access by access, on one thread (_policy_kernels).
-        self._plain = hierarchy.plain
+        self._nine = hierarchy.plain
         self._pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in hierarchy.levels])
         self._act = np.zeros((2, len(hierarchy.levels)), dtype=np.int64)
-        if not self._plain:
-            warm_up_policies(self.classify)
-        if threads == 2 and len(hierarchy.levels) > 1 and self._plain:
+        if not self._nine:
+            PK.warm_up(self.classify)
+        if threads == 2 and len(hierarchy.levels) > 1 and self._nine:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
         self._finished = False
@@ -361,7 +352,7 @@ class Simulator:
                 nd = int(meta[K.S_HEAD])
                 while nd >= 0:
                     listed.append(nd)
-                    nd = int(K._sh_next.py_func(sh, nd))
+                    nd = int(_plain(K._sh_next)(sh, nd))
                 assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
                 toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
                 table = sh.tab[toff : toff + tsize]
@@ -390,7 +381,7 @@ class Simulator:
         self._st.core[:] += core
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
-        if not self._plain:
+        if not self._nine:
             self._run_policies(addr, size, kind)
         elif self._pool is None:
             self._run_levels(0, addr, lb, size, kind)
@@ -404,7 +395,7 @@ class Simulator:
         ``addr`` int64, ``size`` int64, ``kind`` uint8, as :func:`_as_chunk` returns them.
         """
         t0 = time.perf_counter()
-        if not self._plain:
+        if not self._nine:
             self._run_policies(addr, size, kind)
         elif self._pool is None:
             self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
@@ -481,7 +472,7 @@ class Simulator:
     def _flush(self) -> None:
         """Write back every dirty line, level by level from L1 down."""
         nlev = len(self.hierarchy.levels)
-        if not self._plain:
+        if not self._nine:
             for lvl in range(nlev):
                 PK.policy_flush(
                     lvl, self._geo, self._st, self._fl, self._sh, self._pol, self.classify

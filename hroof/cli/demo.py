@@ -9,9 +9,7 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.outdir import moved, output_dir
 from hroof._base.progress import Progress
-from hroof.cli.options import (
-    MACHINE_HELP,
-)
+from hroof.cli.options import machine_option, quiet_option
 from hroof.cli.text import emit, term_width
 
 
@@ -120,6 +118,6 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument("--out", metavar="DIR", default="hroof-demo",
                    help="where the report and figures go (default: hroof-demo)")  # fmt: skip
-    p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    machine_option(p)
+    quiet_option(p)
     p.set_defaults(func=cmd_demo)

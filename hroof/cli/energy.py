@@ -18,7 +18,12 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import figure_format, save_figure, write_text
 from hroof._base.units import format_si
-from hroof.cli.options import open_engine, positive_int, scheduler_option
+from hroof.cli.options import (
+    open_engine,
+    quiet_option,
+    simulation_options,
+    workers_option,
+)
 from hroof.cli.text import (
     Col,
     ai_text,
@@ -100,18 +105,10 @@ def register(sub, machine_sub) -> None:
         help="a sweep: write energy.json, efficiency.png, power.png and breakdown.png to DIR",
     )
     p.add_argument("--json", action="store_true", help="print the estimate(s) as JSON")
-    p.add_argument("--no-classify", action="store_true", help="do not classify misses")
-    p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
+    simulation_options(p)
 
-    p.add_argument(
-        "--workers",
-        type=positive_int("number of processes"),
-        metavar="N",
-        help="a sweep: processes to run points in (default: one per core)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="a sweep: simulate every point again")
-    scheduler_option(p)
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    workers_option(p)
+    quiet_option(p)
     p.set_defaults(func=cmd_energy)
 
 

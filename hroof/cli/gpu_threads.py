@@ -12,7 +12,7 @@ import json
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure
 from hroof.cli.accel import _FMT, _float_arg, _int_arg, _segments_arg, _wrap
-from hroof.cli.options import kernel_plan, positive_int, trace_format
+from hroof.cli.options import kernel_plan, positive_int, quiet_option, trace_format
 from hroof.cli.text import Col, emit, text_table
 
 
@@ -213,7 +213,7 @@ def register(sub, machine_sub=None) -> None:
         help="accesses per thread (default: a kernel's accesses per iteration; 1 for a trace)",
     )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    quiet_option(p)
     p.set_defaults(func=cmd_coalesce)
 
     p = sub.add_parser(

@@ -19,7 +19,7 @@ from hroof._base.errors import ConfigError
 from hroof._base.files import write_text
 from hroof._base.progress import Progress
 from hroof._base.units import format_bytes
-from hroof.cli.options import positive_int
+from hroof.cli.options import positive_int, quiet_option
 from hroof.cli.text import Col, emit, text_table
 
 _MEASURE_EPILOG = """\
@@ -98,7 +98,7 @@ def register(sub, machine_sub) -> None:
         help="write a clean host file: by default a level this run finds no plateau for "
         "keeps the previous file's figure (marked with its date)",
     )
-    q.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    quiet_option(q)
     q.set_defaults(func=cmd_machine_measure)
 
     q = machine_sub.add_parser(

@@ -20,10 +20,10 @@ from hroof._base.guards import check_memory
 from hroof._base.progress import Progress
 from hroof._base.units import format_bytes, format_size, parse_float
 from hroof.cli.options import (
-    MACHINE_HELP,
     chunk_option,
     flops_count,
     kernel_plan,
+    machine_option,
     positive_int,
     quiet_option,
     trace_format,
@@ -275,7 +275,7 @@ def register(sub, machine_sub) -> None:
         help="trace file format (default: told from the file name)",
     )
     p.add_argument("--flops", type=flops_count, metavar="N", help="flops of the trace (AIs)")
-    p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
+    machine_option(p)
     p.add_argument(
         "--level",
         metavar="NAME",

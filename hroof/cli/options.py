@@ -69,6 +69,27 @@ def trace_format(text: str) -> str:
     return name
 
 
+#: ``--sample-sets`` help, the same on every command that takes it.
+SAMPLE_HELP = (
+    "simulate only 1/K of the sets, exactly, and scale the counts by K: K must divide the "
+    "greatest common divisor of the levels' set counts; the result carries each count's "
+    "standard error (default: 1/1, every set)"
+)
+
+
+def sample_fraction(text: str) -> int:
+    """``--sample-sets 1/K`` -> K (argparse type; K in any spelling of the one parser)."""
+    head, slash, k = text.partition("/")
+    try:
+        if not slash or head.strip() != "1":
+            raise HroofError(text)
+        return parse_int(k.strip(), "K", minimum=1, units=False)
+    except HroofError:
+        raise argparse.ArgumentTypeError(
+            f"expected 1/K with K a positive integer, got {text!r}"
+        ) from None
+
+
 # ---------------------------------------------------------------------------- option groups
 def machine_option(p: argparse.ArgumentParser, help: str = MACHINE_HELP) -> None:
     """``--machine NAME|FILE``."""
@@ -93,17 +114,20 @@ def json_option(p: argparse.ArgumentParser, schema: str) -> None:
     )
 
 
-def workers_option(p: argparse.ArgumentParser) -> None:
-    """``--workers N`` and ``--no-cache``: how the points of a multi-point command run."""
+def workers_option(p: argparse.ArgumentParser, points: str = "points") -> None:
+    """``--workers N``, ``--no-cache`` and ``--scheduler``: how the ``points`` of a
+    multi-point command run (local processes, the result cache, a Dask cluster)."""
     p.add_argument(
         "--workers",
         type=positive_int("number of processes"),
         metavar="N",
-        help="processes to run points in (default: one per core)",
+        help=f"processes to run {points} in (or LocalCluster workers with --scheduler "
+        "local; default: one per core)",
     )
     p.add_argument(
-        "--no-cache", action="store_true", help="simulate every point again (no result cache)"
+        "--no-cache", action="store_true", help=f"simulate all {points} again (no result cache)"
     )
+    scheduler_option(p)
 
 
 def scheduler_option(p: argparse.ArgumentParser) -> None:
@@ -137,7 +161,7 @@ def chunk_option(p: argparse.ArgumentParser, what: str = "read and simulated") -
 
 
 def simulation_options(p: argparse.ArgumentParser) -> None:
-    """``--no-classify`` and ``--no-flush``."""
+    """``--no-classify`` and ``--no-flush``: what every simulating command can switch off."""
     p.add_argument(
         "--no-classify",
         action="store_true",

@@ -18,7 +18,7 @@ import textwrap
 
 from hroof._base.guards import check_memory
 from hroof._base.progress import Progress
-from hroof.cli.options import kernel_plan, positive_int, seconds
+from hroof.cli.options import kernel_plan, positive_int, quiet_option, seconds
 from hroof.cli.text import REPORT_WIDTH, Col, assignments_text, emit, format_bytes, text_table
 from hroof.machine.catalog import is_measured_host
 
@@ -104,7 +104,7 @@ def register(sub, machine_sub) -> None:
         "measured / predicted and a verdict",
     )
     p.add_argument("--json", action="store_true", help="print the measurement as JSON")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    quiet_option(p)
     p.set_defaults(func=cmd_run)
 
 

@@ -14,17 +14,22 @@ from hroof._base.files import partial_path, replace_with
 from hroof._base.guards import check_disk, check_memory, check_time
 from hroof._base.progress import Progress
 from hroof.cli.options import (
-    MACHINE_HELP,
     MAX_ACCESS_SIZE,
+    SAMPLE_HELP,
+    chunk_option,
     flops_count,
     kernel_plan,
+    machine_option,
     positive_int,
+    quiet_option,
+    sample_fraction,
+    simulation_options,
     trace_format,
 )
 from hroof.cli.results import format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
-from hroof.traces import DEFAULT_CHUNK, FORMATS, count_accesses, detect_format, iter_trace
+from hroof.traces import FORMATS, count_accesses, detect_format, iter_trace
 from hroof.traces.limits import BYTES_PER_READ_ACCESS, MAX_SECONDS, check_plan, guard_chunks
 
 #: Accesses written per second, used only to refuse absurd requests.
@@ -38,23 +43,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     """``hroof kernels``: list the kernels and their parameters."""
     emit(format_kernels())
     return 0
-
-
-SAMPLE_HELP = (
-    "simulate only 1/K of the sets, exactly, and scale the counts by K: K must divide the "
-    "greatest common divisor of the levels' set counts; the result carries each count's "
-    "standard error (default: 1/1, every set)"
-)
-
-
-def sample_fraction(text: str) -> int:
-    """``--sample-sets 1/K`` -> K (argparse type; no Numba import)."""
-    import re
-
-    m = re.fullmatch(r"\s*1\s*/\s*(\d+)\s*", text)
-    if not m or int(m.group(1)) < 1:
-        raise argparse.ArgumentTypeError(f"expected 1/K with K a positive integer, got {text!r}")
-    return int(m.group(1))
 
 
 def sampling_note(result: SimResult) -> str:
@@ -270,13 +258,7 @@ def register(sub, machine_sub) -> None:
     p.add_argument(
         "--out", required=True, metavar="FILE", help="output file: .npz, .din or .din.gz"
     )
-    p.add_argument(
-        "--chunk-size",
-        type=positive_int("number of accesses"),
-        default=DEFAULT_CHUNK,
-        metavar="N",
-        help=f"accesses generated per chunk (default: {DEFAULT_CHUNK:,})",
-    )
+    chunk_option(p, "generated and written")
     p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser(
@@ -319,7 +301,7 @@ def register(sub, machine_sub) -> None:
         help="floating-point operations the traced run performed (a count, not a rate; "
         "e.g. 1e6); gives each level's arithmetic intensity in FLOP/byte",
     )
-    p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
+    machine_option(p)
     p.add_argument(
         "--model",
         choices=("machine", "nine"),
@@ -328,17 +310,7 @@ def register(sub, machine_sub) -> None:
         "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
         "'Inclusion policies')",
     )
-    p.add_argument(
-        "--no-classify",
-        action="store_true",
-        help="do not classify misses as compulsory/capacity/conflict (faster, less memory; "
-        "the per-class fields are null)",
-    )
-    p.add_argument(
-        "--no-flush",
-        action="store_true",
-        help="do not write dirty lines back at the end of the run (steady-state studies)",
-    )
+    simulation_options(p)
     p.add_argument(
         "--threads",
         type=int,
@@ -362,19 +334,6 @@ def register(sub, machine_sub) -> None:
         metavar="BYTES",
         help="size in bytes of din accesses whose line has no SIZE field (default: 8)",
     )
-    p.add_argument(
-        "--chunk-size",
-        type=positive_int("number of accesses"),
-        default=DEFAULT_CHUNK,
-        metavar="N",
-        help=f"accesses read and simulated per chunk; bounds memory use (default: "
-        f"{DEFAULT_CHUNK:,})",
-    )
-    p.add_argument(
-        "--quiet",
-        "-q",
-        action="store_true",
-        help="no progress bar on stderr (it is shown only when stderr is a terminal, or "
-        "when HROOF_PROGRESS=1)",
-    )
+    chunk_option(p)
+    quiet_option(p)
     p.set_defaults(func=cmd_simulate)

@@ -8,7 +8,12 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
 from hroof._base.progress import Progress
-from hroof.cli.options import machine_option, open_engine, positive_int, scheduler_option
+from hroof.cli.options import (
+    machine_option,
+    open_engine,
+    quiet_option,
+    workers_option,
+)
 from hroof.cli.text import Col, ai_text, emit, text_table
 
 _EXAMPLES = """\
@@ -67,15 +72,8 @@ def register(sub, machine_sub) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the study as JSON (hroof.spmv-blocking/1)"
     )
-    p.add_argument(
-        "--workers",
-        type=positive_int("number of processes"),
-        metavar="N",
-        help="processes to run storages in (default: one per core)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="simulate every storage again")
-    scheduler_option(p)
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    workers_option(p, "storages")
+    quiet_option(p)
     p.set_defaults(func=cmd_spmv_blocking)
 
 

@@ -12,8 +12,14 @@ from pathlib import Path
 from hroof._base.errors import HroofError
 from hroof._base.files import write_text
 from hroof._base.progress import Progress
-from hroof.cli.options import open_engine, positive_int, scheduler_option
-from hroof.cli.simulate import SAMPLE_HELP, sample_fraction
+from hroof.cli.options import (
+    SAMPLE_HELP,
+    open_engine,
+    quiet_option,
+    sample_fraction,
+    simulation_options,
+    workers_option,
+)
 from hroof.cli.text import emit
 
 
@@ -133,20 +139,11 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument("--out", metavar="DIR", help="where to write (default: study-NAME)")
     p.add_argument("--json", action="store_true", help="print the study as JSON (hroof.study/1)")
-    p.add_argument("--no-classify", action="store_true", help="do not classify misses")
-    p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
+    simulation_options(p)
     p.add_argument(
         "--sample-sets", type=sample_fraction, metavar="1/K",
         help=SAMPLE_HELP.replace("default: 1/1, every set", "default: the file's, else 1/1"),
     )  # fmt: skip
-    p.add_argument(
-        "--workers",
-        type=positive_int("number of processes"),
-        metavar="N",
-        help="local processes (or LocalCluster workers with --scheduler local; default: "
-        "one per core)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="simulate every point again")
-    scheduler_option(p)
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    workers_option(p)
+    quiet_option(p)
     p.set_defaults(func=cmd_study)

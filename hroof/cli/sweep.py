@@ -12,14 +12,16 @@ from hroof._base.files import save_figure, write_text
 from hroof._base.outdir import moved, output_dir
 from hroof._base.progress import Progress
 from hroof.cli.options import (
-    MACHINE_HELP,
+    SAMPLE_HELP,
+    machine_option,
     open_engine,
-    positive_int,
-    scheduler_option,
+    quiet_option,
+    sample_fraction,
     seconds,
+    simulation_options,
+    workers_option,
 )
 from hroof.cli.results import format_sweep
-from hroof.cli.simulate import SAMPLE_HELP, sample_fraction
 from hroof.cli.text import emit
 
 
@@ -175,7 +177,7 @@ def register(sub, machine_sub) -> None:
         metavar="KEY=VALUES",
         help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true)",
     )
-    p.add_argument("--machine", metavar="NAME|FILE", help=MACHINE_HELP)
+    machine_option(p)
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -183,19 +185,11 @@ def register(sub, machine_sub) -> None:
         "report.html to DIR",
     )
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
-    p.add_argument("--no-classify", action="store_true", help="do not classify misses")
+    simulation_options(p)
     p.add_argument(
         "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP
     )
-    p.add_argument("--no-flush", action="store_true", help="no final flush of dirty lines")
-    p.add_argument(
-        "--workers",
-        type=positive_int("number of processes"),
-        metavar="N",
-        help="processes to run points in (default: one per core)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="simulate every point again")
-    scheduler_option(p)
+    workers_option(p)
     p.add_argument(
         "--measure",
         action="store_true",
@@ -210,7 +204,7 @@ def register(sub, machine_sub) -> None:
         metavar="S",
         help="with --measure: least timed seconds per point (default: 0.2)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    quiet_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(

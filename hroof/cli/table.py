@@ -15,6 +15,7 @@ from hroof.cli.options import (
     machine_option,
     open_engine,
     positive_int,
+    quiet_option,
     scheduler_option,
 )
 from hroof.cli.text import Col, ai_text, emit, term_width, text_table
@@ -110,7 +111,7 @@ def register(sub, machine_sub) -> None:
     p.add_argument("--explain", action="store_true",
                    help="print each kernel's constants and assumptions")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the table as JSON (hroof.table/1)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
+    quiet_option(p)
     scheduler_option(p)
     p.set_defaults(func=cmd_table)
 

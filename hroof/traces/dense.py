@@ -58,6 +58,7 @@ from numba import njit
 
 from hroof._base.errors import HroofError
 from hroof._base.jit import GEN
+from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -86,17 +87,17 @@ def _dgemv_gen(pos, stop, addr, size, kind, args):
     while pos < stop and w + 3 <= cap:
         addr[w] = row + j * elem
         size[w] = elem
-        kind[w] = 0
+        kind[w] = LOAD
         addr[w + 1] = base_x + j * elem
         size[w + 1] = elem
-        kind[w + 1] = 0
+        kind[w + 1] = LOAD
         w += 2
         j += 1
         pos += 1
         if j == n_cols:
             addr[w] = base_y + i * elem
             size[w] = elem
-            kind[w] = 1
+            kind[w] = STORE
             w += 1
             i += 1
             j = 0
@@ -169,16 +170,16 @@ def _gemm_gen(pos, stop, addr, size, kind, args):
         for _ in range(count):
             addr[w] = pa
             size[w] = elem
-            kind[w] = 0
+            kind[w] = LOAD
             addr[w + 1] = pb
             size[w + 1] = elem
-            kind[w + 1] = 0
+            kind[w + 1] = LOAD
             addr[w + 2] = pc
             size[w + 2] = elem
-            kind[w + 2] = 0
+            kind[w + 2] = LOAD
             addr[w + 3] = pc
             size[w + 3] = elem
-            kind[w + 3] = 1
+            kind[w + 3] = STORE
             w += 4
             pa += a2
             pb += b2

@@ -64,6 +64,7 @@ from numba import njit
 
 from hroof._base.errors import HroofError
 from hroof._base.jit import GEN
+from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -127,11 +128,11 @@ def _stencil_gen(pos, stop, addr, size, kind, args):
             for t in range(nl):
                 addr[n] = src + c + offs[t]
                 size[n] = elem
-                kind[n] = 0
+                kind[n] = LOAD
                 n += 1
             addr[n] = dst + c
             size[n] = elem
-            kind[n] = 1
+            kind[n] = STORE
             n += 1
             c += elem
         pos += cnt

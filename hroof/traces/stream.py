@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from hroof._base.jit import GEN
+from hroof._base.kinds import LOAD, NT_STORE, STORE
 from hroof.traces.kernels import (
     DTYPES,
     Kernel,
@@ -51,7 +52,7 @@ def _stream_gen(pos, stop, addr, size, kind, args):
         for j in range(nl):
             addr[n] = loads[j] + off
             size[n] = elem
-            kind[n] = 0
+            kind[n] = LOAD
             n += 1
         addr[n] = store + off
         size[n] = elem
@@ -100,7 +101,7 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
                 np.array([by_name[a].base for a in loads], dtype=np.int64),
                 by_name[store].base,
                 elem,
-                2 if p["nt"] else 1,
+                NT_STORE if p["nt"] else STORE,
                 n,
             ),
         )
