@@ -503,3 +503,16 @@ def test_cli_unknown_policy_rejected(tmp_path, capsys):
 
     path = policy_machine(tmp_path, l2="sometimes")
     assert_cli_bad(capsys, ["machine", "show", path], "L2", "inclusion", "sometimes", "victim")
+
+
+def test_mrc_refuses_a_policy_hierarchy(tmp_path):
+    """The miss-ratio curve taps the level passes, which a non-NINE hierarchy does not run."""
+    from hroof._base.errors import HroofError
+    from hroof.cachesim.mrc import miss_ratio_curve
+    from hroof.machine.model import load_machine
+
+    h = load_machine(policy_machine(tmp_path, "nine", "exclusive")).hierarchy
+    chunks = [(np.arange(0, 6400, 64), np.full(100, 8), np.zeros(100, dtype=np.uint8))]
+    with pytest.raises(HroofError, match="NINE"):
+        miss_ratio_curve(chunks, hierarchy=h, level="L3")
+    assert miss_ratio_curve(chunks, hierarchy=h, level="L2") is not None

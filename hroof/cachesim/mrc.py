@@ -646,6 +646,11 @@ def miss_ratio_curve(
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         target = level_index(hierarchy, level)
         lv_cfg = hierarchy.levels[target]
+        if any(lv.inclusion != "nine" for lv in hierarchy.levels[: target + 1]):
+            raise HroofError(
+                f"miss-ratio curves follow the NINE model's stream; {hierarchy.name} has an "
+                f"exclusive, victim or inclusive level down to {lv_cfg.name}"
+            )
         line = hierarchy.line
         if sets is None:
             sets = lv_cfg.sets
