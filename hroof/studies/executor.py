@@ -22,6 +22,7 @@ A point that raises is an :class:`Outcome` with ``error`` set; the others run on
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -105,7 +106,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class Executor:
+class Executor(abc.ABC):
     """Runs calls of one function over a list of argument tuples.
 
     Subclasses set :attr:`name` (shown to the user) and :attr:`slots` (how many
@@ -115,9 +116,9 @@ class Executor:
     name = "executor"
     slots = 1
 
+    @abc.abstractmethod
     def run(self, fn: Callable, argsets: Sequence[tuple]) -> Iterator[Outcome]:
         """Yield one :class:`Outcome` per argument tuple, in the order they finish."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Release workers (a no-op for engines that hold none between runs)."""
