@@ -120,7 +120,7 @@ class Executor(abc.ABC):
     def run(self, fn: Callable, argsets: Sequence[tuple]) -> Iterator[Outcome]:
         """Yield one :class:`Outcome` per argument tuple, in the order they finish."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a no-op unless an engine holds workers)
         """Release workers (a no-op for engines that hold none between runs)."""
 
     def __enter__(self) -> Executor:
