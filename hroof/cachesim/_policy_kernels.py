@@ -40,6 +40,8 @@ from hroof.cachesim._kernels import (
     C_VICT_IN,
     C_WA_FILLS,
     C_WB_IN,
+    KIND_NT,
+    KIND_STORE,
     M_NPAGES,
     M_PT_USED,
     PAGE,
@@ -99,6 +101,30 @@ def _passes(pol, lvl):
     return pol[lvl] == P_EXCLUSIVE or pol[lvl] == P_VICTIM
 
 
+@njit(**INLINE)
+def _invalidate_above(tags, ctr, geo, fl, sh, line, stop, counter, classify):
+    """Drop ``line`` from levels ``0 .. stop - 1`` (counting each copy under ``counter``),
+    carrying a dirty copy's data down as a writeback into each level below it; return
+    whether dirty data is still being carried past level ``stop - 1``."""
+    carry = False
+    for u in range(stop):
+        if carry:
+            ctr[u, C_WB_IN] += 1
+            if classify:
+                _mark_seen(fl, u, line)
+        b = _base(geo, u, line)
+        p = _find(tags, b, geo.ways[u], line)
+        if p >= 0:
+            ctr[u, counter] += 1
+            carry = carry or (tags[b + p] & 1) != 0
+            _remove(tags, b, geo.ways[u], p)
+        if classify:
+            _sh_drop(sh, u, line)
+        if carry:
+            _count_writeback(ctr, fl, u, line, classify)
+    return carry
+
+
 @njit(**JIT)
 def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, classify):
     """Level ``j`` lets ``v`` go: evicted (``evicted``) or written back by the flush.
@@ -114,22 +140,7 @@ def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, classify):
     nlev = geo.nlevels
     while True:
         if evicted and pol[j] == P_INCLUSIVE:
-            carry = False
-            for u in range(j):
-                if carry:
-                    ctr[u, C_WB_IN] += 1
-                    if classify:
-                        _mark_seen(fl, u, v)
-                b = _base(geo, u, v)
-                p = _find(tags, b, geo.ways[u], v)
-                if p >= 0:
-                    ctr[u, C_BINV] += 1
-                    carry = carry or (tags[b + p] & 1) != 0
-                    _remove(tags, b, geo.ways[u], p)
-                if classify:
-                    _sh_drop(sh, u, v)
-                if carry:
-                    _count_writeback(ctr, fl, u, v, classify)
+            carry = _invalidate_above(tags, ctr, geo, fl, sh, v, j, C_BINV, classify)
             if carry:
                 ctr[j, C_WB_IN] += 1
                 dirty = True
@@ -187,26 +198,11 @@ def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, classify, a
             return i
         line = src[i] >> shift
         t = np.int64(kind[i])
-        if t == 2:
+        if t == KIND_NT:
             # A non-temporal store: invalidate every copy, carrying a dirty one down.
-            carry = False
-            for lv in range(nlev):
-                if carry:
-                    ctr[lv, C_WB_IN] += 1
-                    if classify:
-                        _mark_seen(fl, lv, line)
-                b = _base(geo, lv, line)
-                p = _find(tags, b, geo.ways[lv], line)
-                if p >= 0:
-                    ctr[lv, C_INVAL] += 1
-                    carry = carry or (tags[b + p] & 1) != 0
-                    _remove(tags, b, geo.ways[lv], p)
-                if classify:
-                    _sh_drop(sh, lv, line)
-                if carry:
-                    _count_writeback(ctr, fl, lv, line, classify)
+            _invalidate_above(tags, ctr, geo, fl, sh, line, nlev, C_INVAL, classify)
             continue
-        k = _WRITE if t == 1 else _READ
+        k = _WRITE if t == KIND_STORE else _READ
         # L1 (always NINE) first, as the level pass does it: most accesses end here.
         l1_lookups += 1
         sh_hit = False
