@@ -456,6 +456,31 @@ def test_subcommand_help(capsys, argv, words):
         assert word in out
 
 
+def _subcommands(parser):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield name, sub
+                for inner, subsub in _subcommands(sub):
+                    yield f"{name} {inner}", subsub
+
+
+def test_every_help_is_wrapped(monkeypatch):
+    """No command's --help has a line a terminal would fold (the table help once had one
+    paragraph on a single 900-character line): descriptions are wrapped at 88 columns."""
+    from hroof.cli.app import build_parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    names = []
+    for name, sub in _subcommands(build_parser()):
+        names.append(name)
+        long = [line for line in sub.format_help().splitlines() if len(line) > 100]
+        assert not long, f"hroof {name} --help: {long[0][:60]}... is {len(long[0])} columns"
+    assert {"table", "simulate", "machine show", "mrc"} <= set(names)
+
+
 # --------------------------------------------------------------------------- errors
 def test_error_missing_trace(capsys, tmp_path):
     assert_bad(capsys, ["simulate", "--trace", tmp_path / "nope.din"], "not found", "nope.din")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 from hroof._base.errors import HroofError
@@ -30,7 +31,7 @@ def register(sub, machine_sub) -> None:
     p = sub.add_parser(
         "spmv-blocking",
         help="SpMV in CSR and in r x c register blocks (BCSR): AI and traffic per level",
-        description=(
+        description=textwrap.fill(
             "Simulate the spmv kernel on one matrix stored as CSR and as block CSR in each "
             "block size given (r x c blocks, explicit zeros stored and multiplied, the "
             "matrix padded to multiples of r and c) and print, per storage: the fill ratio "
@@ -39,7 +40,8 @@ def register(sub, machine_sub) -> None:
             "nonzero, so every storage is measured at equal work), the ideal AI (every byte "
             "of the footprint moved once), the change of memory AI against CSR, and the "
             "roofline bound when the machine has bandwidths and a peak. Blocking pays where "
-            "the AI rises; the explicit zeros eat the gain where it falls."
+            "the AI rises; the explicit zeros eat the gain where it falls.",
+            88,
         ),
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -52,7 +52,7 @@ def register(sub, machine_sub) -> None:
     p = sub.add_parser(
         "table",
         help="the analytic kernel table: flops, compulsory bytes and ideal AI against N",
-        description=(
+        description=textwrap.fill(
             "Print, for each kernel of the lecture's complexity table (daxpy, dgemv, dgemm, "
             "fft, cg, mg, nbody) and the kernels hroof simulates that they stand on (spmv, "
             "stencil5, stencil7, stencil27), at each N: the exact flop count, the compulsory "
@@ -63,7 +63,8 @@ def register(sub, machine_sub) -> None:
             "With --simulate, the rows hroof has a kernel for are also simulated at the "
             "matching size (up to --max-accesses accesses each) and their AI at every "
             "level is shown next to the ideal: how far the caches keep each kernel from "
-            "its compulsory bound. Simulation is off by default (it can take a while)."
+            "its compulsory bound. Simulation is off by default (it can take a while).",
+            88,
         ),
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
