@@ -316,8 +316,12 @@ def _inclusion_notes(machine: Machine) -> list[str]:
         return []
     out = ["", "Inclusion policies, where documented (docs/cache-model.md, 'Inclusion policies'):"]
     for lv, src in cited:
-        out += textwrap.wrap(f"{lv.name} {lv.inclusion}: {src}", REPORT_WIDTH,
-                             initial_indent="  ", subsequent_indent="    ")
+        out += textwrap.wrap(
+            f"{lv.name} {lv.inclusion}: {src}",
+            REPORT_WIDTH,
+            initial_indent="  ",
+            subsequent_indent="    ",
+        )
     return out
 
 
