@@ -181,3 +181,12 @@ def test_sweep_model_nine_predicts_and_simulates_the_plain_model(tmp_path, capsy
         doc = json.loads(out)
         levels = doc["points"][0]["result"]["levels"]
         assert [lv["inclusion"] for lv in levels] == ["nine", "nine", pol]
+
+
+def test_mrc_of_an_exclusive_level_asks_for_model_nine(capsys):
+    """The preset's exclusive L3 has no NINE stream: one line naming --model nine, which works."""
+    argv = ["mrc", "stencil7", "n=8", "--level", "L3", "-q"]
+    assert_cli_bad(capsys, argv, "exclusive", "--model nine")
+    code, out, err = run(capsys, *argv, "--model", "nine")
+    assert "MiB" in out
+    assert code == 0, err
