@@ -80,7 +80,10 @@ capacity that keeps them, which depends on the level's ``inclusion`` policy
   two hold disjoint lines (fills go to the level above only, its evictions come
   here, a hit here moves the line up), so a reuse that misses above hits here
   while fewer distinct bytes than both capacities together came in between:
-  Skylake-SP's L3 wall is that of L2 + L3 = 28.5 MiB, not of 27.5 MiB.
+  Skylake-SP's L3 conditions use L2 + L3 = 28.5 MiB, not 27.5 MiB. (Its
+  simulated L3 wall lies past both predictions, where its 40,960 sets run out
+  of ways for the stencil's streams: docs/cache-model.md, "Layer conditions
+  under each policy".)
 * ``victim``: the same sum, as an upper bound. A hit keeps a copy here while
   the level above holds it too, so part of the level is spent on duplicates and
   the layers begin to spill before the sum is reached (between the level's own
