@@ -103,6 +103,20 @@ def test_cache_key_depends_on_what_changes_a_result():
     assert base == cache_key("triad", {"n": 8}, SMALL, {"flush": True, "classify": True})
 
 
+def test_cache_key_depends_on_the_inclusion_policy():
+    """An exclusive L2 simulates differently, so it must not reuse the NINE result (the key
+    once left the policy out); every policy gets its own key, and NINE keeps the old one."""
+    from hroof.studies.cache import canonical_hierarchy
+
+    opts = {"classify": True, "flush": True}
+    keys = {pol: cache_key("triad", {"n": 8}, SMALL.with_inclusion(pol), opts)
+            for pol in ("nine", "exclusive", "victim", "inclusive")}  # fmt: skip
+    assert len(set(keys.values())) == 4
+    assert keys["nine"] == cache_key("triad", {"n": 8}, SMALL, opts)
+    plain = canonical_hierarchy(SMALL)["levels"]
+    assert all(len(lv) == 5 for lv in plain)  # the pre-policy form
+
+
 def test_corrupt_cache_entry_is_simulated_again(private_cache):
     grid = [{"n": "1000"}]
     first = run_sweep("triad", grid, SMALL, workers=1)

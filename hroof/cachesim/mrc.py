@@ -649,7 +649,8 @@ def miss_ratio_curve(
         if any(lv.inclusion != "nine" for lv in hierarchy.levels[: target + 1]):
             raise HroofError(
                 f"miss-ratio curves follow the NINE model's stream; {hierarchy.name} has an "
-                f"exclusive, victim or inclusive level down to {lv_cfg.name}"
+                f"exclusive, victim or inclusive level down to {lv_cfg.name} (hroof mrc "
+                "--model nine runs every level NINE)"
             )
         line = hierarchy.line
         if sets is None:

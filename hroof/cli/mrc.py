@@ -24,6 +24,7 @@ from hroof.cli.options import (
     flops_count,
     kernel_plan,
     machine_option,
+    model_option,
     positive_int,
     quiet_option,
     trace_format,
@@ -190,6 +191,8 @@ def cmd_mrc(args: argparse.Namespace) -> int:
 
             figure_format(path, flag=flag)
     machine = resolve_machine(args.machine)
+    if args.model == "nine":
+        machine = machine.with_inclusion("nine")
     target = level_index(machine, args.level)
     if args.kernel is not None:
         if args.format is not None or args.flops is not None:
@@ -276,6 +279,7 @@ def register(sub, machine_sub) -> None:
     )
     p.add_argument("--flops", type=flops_count, metavar="N", help="flops of the trace (AIs)")
     machine_option(p)
+    model_option(p)
     p.add_argument(
         "--level",
         metavar="NAME",

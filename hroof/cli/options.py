@@ -160,6 +160,18 @@ def chunk_option(p: argparse.ArgumentParser, what: str = "read and simulated") -
     )
 
 
+def model_option(p: argparse.ArgumentParser) -> None:
+    """``--model machine|nine``: the machine's inclusion policies, or every level NINE."""
+    p.add_argument(
+        "--model",
+        choices=("machine", "nine"),
+        default="machine",
+        help="machine: each level's inclusion policy as the machine file gives it (default); "
+        "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
+        "'Inclusion policies')",
+    )
+
+
 def simulation_options(p: argparse.ArgumentParser) -> None:
     """``--no-classify`` and ``--no-flush``: what every simulating command can switch off."""
     p.add_argument(

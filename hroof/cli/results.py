@@ -305,7 +305,24 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
     mem = machine.memory_name
     mem_row = [mem, *["-"] * 7, gbs(machine.memory_bandwidth), ai_text(machine.ridge_point(mem))]
     rows.append(mem_row)
-    return "\n".join([*head, "", *text_table(cols, rows)])
+    return "\n".join([*head, "", *text_table(cols, rows), *_inclusion_notes(machine)])
+
+
+def _inclusion_notes(machine: Machine) -> list[str]:
+    """Lines under the levels table: where each level's inclusion policy is documented."""
+    cited = [(lv, src) for lv, src in zip(machine.hierarchy.levels, machine.inclusion_sources,
+                                          strict=True) if src]  # fmt: skip
+    if not cited:
+        return []
+    out = ["", "Inclusion policies, where documented (docs/cache-model.md, 'Inclusion policies'):"]
+    for lv, src in cited:
+        out += textwrap.wrap(
+            f"{lv.name} {lv.inclusion}: {src}",
+            REPORT_WIDTH,
+            initial_indent="  ",
+            subsequent_indent="    ",
+        )
+    return out
 
 
 def format_kernels() -> str:

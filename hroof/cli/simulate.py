@@ -20,6 +20,7 @@ from hroof.cli.options import (
     flops_count,
     kernel_plan,
     machine_option,
+    model_option,
     positive_int,
     quiet_option,
     sample_fraction,
@@ -302,14 +303,7 @@ def register(sub, machine_sub) -> None:
         "e.g. 1e6); gives each level's arithmetic intensity in FLOP/byte",
     )
     machine_option(p)
-    p.add_argument(
-        "--model",
-        choices=("machine", "nine"),
-        default="machine",
-        help="machine: each level's inclusion policy as the machine file gives it (default); "
-        "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
-        "'Inclusion policies')",
-    )
+    model_option(p)
     simulation_options(p)
     p.add_argument(
         "--threads",

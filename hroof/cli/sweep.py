@@ -14,6 +14,7 @@ from hroof._base.progress import Progress
 from hroof.cli.options import (
     SAMPLE_HELP,
     machine_option,
+    model_option,
     open_engine,
     quiet_option,
     sample_fraction,
@@ -45,6 +46,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.min_time is not None:
             raise HroofError("--min-time is for --measure")
         machine = load_machine(args.machine)
+    if args.model == "nine":  # the walls are then predicted for the NINE levels too
+        from dataclasses import replace
+
+        machine = replace(machine, hierarchy=machine.hierarchy.with_inclusion("nine"))
     with (
         open_engine(args) as engine,
         Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
@@ -147,6 +152,15 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"the sweep's levels ({', '.join(f'{n} {s} B {w}-way' for n, s, w, _ in ran)}) are "
             f"not those of machine {machine.name}: pass the sweep's --machine"
         )
+    ran_policies = [lv.inclusion for lv in points[0].result.levels]
+    if ran_policies != [lv.inclusion for lv in machine.hierarchy.levels]:
+        # Predict the walls for the policies the sweep ran with (--model nine, or results
+        # saved before the preset had its policies), not the machine file's.
+        from dataclasses import replace
+
+        pairs = zip(machine.hierarchy.levels, ran_policies, strict=True)
+        levels = tuple(replace(lv, inclusion=pol) for lv, pol in pairs)
+        machine = replace(machine, hierarchy=replace(machine.hierarchy, levels=levels))
     src = Path(args.results)
     out = Path(args.out) if args.out else (src if src.is_dir() else src.parent)
     with output_dir(out) as stage:
@@ -185,6 +199,7 @@ def register(sub, machine_sub) -> None:
         "report.html to DIR",
     )
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    model_option(p)
     simulation_options(p)
     p.add_argument(
         "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP

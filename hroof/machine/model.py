@@ -23,7 +23,8 @@ TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measur
 MACHINE_KEYS = frozenset(
     {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
 )
-ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings"}
+#: ``inclusion_source``: where the level's ``inclusion`` policy is documented (free text).
+ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings", "inclusion_source"}
 MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings"})
 COMPUTE_KEYS = frozenset({"peak", "ceilings", "precision", "peaks"})
 
@@ -154,6 +155,9 @@ class Machine:
         The ``[energy]`` table, None when the file has none.
     measured : dict
         The free-form ``[measured]`` table ``hroof machine measure`` writes.
+    inclusion_sources : tuple of str or None
+        Per cache level, where its ``inclusion`` policy is documented (the level's
+        ``inclusion_source`` key; None when the file gives none).
     """
 
     name: str
@@ -172,11 +176,19 @@ class Machine:
     bandwidth_ceilings: tuple[Ceiling, ...] = ()
     energy: Energy | None = None
     measured: dict = field(default_factory=dict, compare=False)
+    inclusion_sources: tuple[str | None, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
         if len(self.bandwidths) != len(self.hierarchy.levels):
             raise ConfigError(
                 f"{self.name}: {len(self.bandwidths)} bandwidths for "
+                f"{len(self.hierarchy.levels)} levels"
+            )
+        if not self.inclusion_sources:
+            object.__setattr__(self, "inclusion_sources", (None,) * len(self.bandwidths))
+        elif len(self.inclusion_sources) != len(self.hierarchy.levels):
+            raise ConfigError(
+                f"{self.name}: {len(self.inclusion_sources)} inclusion sources for "
                 f"{len(self.hierarchy.levels)} levels"
             )
 
@@ -404,9 +416,14 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
 
     names = [lv.name for lv in hierarchy.levels]
     bw_ceilings: list[Ceiling] = []
+    inclusion_sources: list[str | None] = []
     for i, (table, lv) in enumerate(zip(doc.get("level", []), hierarchy.levels, strict=True)):
+        where = f"[[level]] #{i + 1} ({lv.name}) of {source}"
+        cite = table.get("inclusion_source")
+        if cite is not None and (not isinstance(cite, str) or not cite.strip()):
+            raise ConfigError(f"inclusion_source of {where} must be non-empty text, got {cite!r}")
+        inclusion_sources.append(cite.strip() if cite is not None else None)
         if "ceilings" in table:
-            where = f"[[level]] #{i + 1} ({lv.name}) of {source}"
             bw_ceilings += _ceilings(
                 table["ceilings"], BANDWIDTH_CEILINGS, lv.bandwidth, "GB/s", where, lv.name
             )
@@ -442,6 +459,7 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         bandwidth_ceilings=tuple(bw_ceilings),
         energy=energy,
         measured=dict(measured),
+        inclusion_sources=tuple(inclusion_sources),
     )
 
 

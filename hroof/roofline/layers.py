@@ -69,6 +69,26 @@ not fully associative LRU and hold other data, so the condition is only
 trusted with half of the cache. With ``safety = 1`` the rule is the exact LRU
 one that the simulator follows (up to set conflicts and a few lines).
 
+Inclusion policies. A condition holds when the reused layers fit in the
+capacity that keeps them, which depends on the level's ``inclusion`` policy
+(docs/cache-model.md, "Inclusion policies"; :func:`effective_capacity`):
+
+* ``nine`` and ``inclusive``: the level's own size. A NINE level is filled on
+  every miss, so it holds (almost) everything the level above holds; an
+  inclusive one holds all of it by construction (the copies above sit inside it).
+* ``exclusive``: its size plus the effective capacity of the level above. The
+  two hold disjoint lines (fills go to the level above only, its evictions come
+  here, a hit here moves the line up), so a reuse that misses above hits here
+  while fewer distinct bytes than both capacities together came in between:
+  Skylake-SP's L3 conditions use L2 + L3 = 28.5 MiB, not 27.5 MiB. (Its
+  simulated L3 wall lies past both predictions, where its 40,960 sets run out
+  of ways for the stencil's streams: docs/cache-model.md, "Layer conditions
+  under each policy".)
+* ``victim``: the same sum, as an upper bound. A hit keeps a copy here while
+  the level above holds it too, so part of the level is spent on duplicates and
+  the layers begin to spill before the sum is reached (between the level's own
+  size and the sum; docs/cache-model.md shows a measured case).
+
 Halo and padding. The bulk figures (24/40/56) are per point of an infinite
 grid; :class:`LayerCondition` also gives ``predicted_bytes_per_point`` for the
 given grid: rows are contiguous, so each read of a row of ``old`` and each
@@ -143,6 +163,11 @@ class LayerCondition:
         Condition name -> largest cubic ``n`` (square for stencil5) for which
         it still holds at this level with the given padding and blocking
         (0: not even n = 1; None: always holds).
+    effective_capacity : int
+        Bytes that keep the reused data at this level under its inclusion
+        policy (:func:`effective_capacity`); ``budget`` is ``safety`` times this.
+    capacity_note : str
+        Which capacity that is, in words (empty for a NINE level: its own size).
     """
 
     level: str
@@ -154,6 +179,8 @@ class LayerCondition:
     bytes_per_point: int
     predicted_bytes_per_point: float
     max_n: dict[str, int | None]
+    effective_capacity: int = 0
+    capacity_note: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -166,7 +193,57 @@ class LayerCondition:
             "bytes_per_point": self.bytes_per_point,
             "predicted_bytes_per_point": self.predicted_bytes_per_point,
             "max_n": dict(self.max_n),
+            "effective_capacity": self.effective_capacity,
+            "capacity_note": self.capacity_note,
         }
+
+
+def effective_capacity(hierarchy: HierarchyConfig, index: int) -> tuple[int, str]:
+    """Bytes that keep reused data at level ``index`` under its inclusion policy, and why.
+
+    ``nine`` and ``inclusive`` levels: their own size (an inclusive level's
+    copies of the lines above are inside it). ``exclusive`` and ``victim``: their
+    size plus the effective capacity of the level above, since fills bypass them
+    and the level above's evictions fill them (for ``victim`` an upper bound: a
+    hit keeps a duplicate). See the module notes, "Inclusion policies".
+
+    >>> from hroof.cachesim import hierarchy
+    >>> h = hierarchy({"name": "L1", "size": "32 KiB", "ways": 8},
+    ...               {"name": "L2", "size": "1 MiB", "ways": 16},
+    ...               {"name": "L3", "size": "27.5 MiB", "ways": 11, "inclusion": "exclusive"})
+    >>> effective_capacity(h, 2)[0] == (1 + 27.5) * 2**20
+    True
+    >>> effective_capacity(h, 1)
+    (1048576, '')
+    >>> effective_capacity(h, 2)[1]
+    'L2 + L3 = 28.5 MiB (L3 is exclusive: the levels hold disjoint lines)'
+    """
+    from hroof._base.units import format_bytes
+
+    levels = hierarchy.levels
+    lv = levels[index]
+    if lv.inclusion == "inclusive":
+        above = levels[index - 1].name
+        return lv.size, (f"{lv.name} alone, {format_bytes(lv.size)} ({lv.name} is inclusive: "
+                         f"{above}'s copies are inside it)")  # fmt: skip
+    if lv.inclusion not in ("exclusive", "victim") or index == 0:
+        return lv.size, ""
+    total = lv.size + effective_capacity(hierarchy, index - 1)[0]
+    names = " + ".join(x.name for x in _disjoint(levels, index))
+    if lv.inclusion == "exclusive":
+        return total, (f"{names} = {format_bytes(total)} ({lv.name} is exclusive: the levels "
+                       "hold disjoint lines)")  # fmt: skip
+    return total, (f"at most {names} = {format_bytes(total)} ({lv.name} is a victim cache: a "
+                   "hit keeps a copy, so the layers start to spill earlier)")  # fmt: skip
+
+
+def _disjoint(levels, index: int) -> list:
+    """The levels whose capacities add up at ``index`` (itself and the exclusive chain above)."""
+    out = [levels[index]]
+    while levels[index].inclusion in ("exclusive", "victim") and index > 0:
+        index -= 1
+        out.insert(0, levels[index])
+    return out
 
 
 def _requirement(distances: list[int], t: int) -> int:
@@ -335,7 +412,8 @@ def stencil_layer_conditions(
     names = [lv.name for lv in hierarchy.levels] + [hierarchy.memory_name]
     out = []
     for i, lv in enumerate(hierarchy.levels):
-        budget = safety * lv.size
+        eff, note = effective_capacity(hierarchy, i)
+        budget = safety * eff
         holds = next(c for c in conds if c.requirement is None or c.requirement <= budget)
         new = 2 if lv.write_allocate else 1
         out.append(
@@ -349,6 +427,8 @@ def stencil_layer_conditions(
                 bytes_per_point=g["elem"] * (holds.reads + new),
                 predicted_bytes_per_point=_predicted(kernel, g, holds.reads, lv.write_allocate),
                 max_n={c.name: _max_n(kernel, g, c.name, budget) for c in conds},
+                effective_capacity=eff,
+                capacity_note=note,
             )
         )
     return out
@@ -382,7 +462,11 @@ class PredictedWall:
     requirement : int or None
         Bytes the condition needs at ``n + 1`` (the first size that breaks it).
     explanation : str
-        Which condition broke, in words.
+        Which condition broke, in words (with the capacity that held it when the
+        level is not NINE: see :func:`effective_capacity`).
+    capacity : int or None
+        The bytes that held the data under the level's inclusion policy (the
+        level's size for a NINE level).
     """
 
     level: str
@@ -390,6 +474,7 @@ class PredictedWall:
     n: int | None
     requirement: int | None
     explanation: str
+    capacity: int | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -431,8 +516,9 @@ def stencil_walls(
     out = []
     names = ["whole"] if steady else []
     names += ["3D", "2D"] if kernel != "stencil5" else ["2D"]
-    for lv in hierarchy.levels:
-        budget = safety * lv.size
+    for i, lv in enumerate(hierarchy.levels):
+        eff, note = effective_capacity(hierarchy, i)
+        budget = safety * eff
         for name in names:
             if name == "whole":
 
@@ -463,7 +549,9 @@ def stencil_walls(
                 plain = _max_n(kernel, dict(g, bj=0, bk=0), name, budget)
                 text += (f" (blocked by bj={g['bj']}: block planes of bj + 1 rows; the "
                          f"blocking moved this wall from after n={plain})")  # fmt: skip
-            out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}"))
+            if note:
+                text += f"; capacity {note}"
+            out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}", eff))
     return out
 
 
@@ -490,6 +578,7 @@ __all__ = [
     "LayerCondition",
     "PredictedWall",
     "cube_limit",
+    "effective_capacity",
     "stencil_layer_conditions",
     "stencil_walls",
 ]

@@ -48,12 +48,19 @@ def code_fingerprint() -> str:
 
 
 def canonical_hierarchy(hierarchy: HierarchyConfig) -> dict:
-    """What of a machine a simulation depends on, in a fixed form."""
+    """What of a machine a simulation depends on, in a fixed form.
+
+    A level's inclusion policy is appended only when it is not NINE, so the keys of
+    plain hierarchies are those they had before policies existed.
+    """
+
+    def level(lv) -> list:
+        out = [lv.name, lv.size, lv.ways, lv.line, lv.write_allocate]
+        return out if lv.inclusion == "nine" else [*out, lv.inclusion]
+
     return {
         "name": hierarchy.name,
-        "levels": [
-            [lv.name, lv.size, lv.ways, lv.line, lv.write_allocate] for lv in hierarchy.levels
-        ],
+        "levels": [level(lv) for lv in hierarchy.levels],
         "memory": hierarchy.memory_name,
     }
 

@@ -10,10 +10,11 @@ the same numbers (:func:`story`).
 
 On ``skylake-sp`` every wall the steady state shows lies within sizes that
 simulate in seconds: L1's 3D layer condition (n = 30), L2 and L3 no longer
-holding the whole working set (n = 38 and n = 119) and L2's 3D layer
-condition (n = 179). The walls beyond (L3's 3D condition at n = 947, L1's 2D
-one at n = 681) are printed as predictions, not simulated; no reduced
-(full-socket share) configuration is needed for this machine.
+holding the whole working set (n = 38, and n = 121 for L2 + L3: the preset's
+L3 is exclusive) and L2's 3D layer condition (n = 179). The walls beyond
+(L3's 3D condition at n = 964, L1's 2D one at n = 681) are printed as
+predictions, not simulated; no reduced (full-socket share) configuration is
+needed for this machine.
 """
 
 from __future__ import annotations
