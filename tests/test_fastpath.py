@@ -153,3 +153,35 @@ def test_cli_help_names_the_threshold(capsys):
 
     assert main(["simulate", "--help"]) == 0
     assert f"{TWO_THREADS_FROM:,}" in " ".join(capsys.readouterr().out.split())
+
+
+def naive_filter(addr, size, kind, line_bits, m, k, residue):
+    """Plain-Python twin of ``sample_filter``: kept accesses, their groups, lines per class."""
+    per_class = [0] * m
+    kept = []
+    for a, s, kd in zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True):
+        key = (a >> line_bits) % m
+        per_class[key] += 1
+        if key % k == residue:
+            kept.append((a, s, kd, key // k))
+    return kept, per_class
+
+
+@pytest.mark.parametrize(("m", "k", "residue"), [(8, 2, 1), (64, 16, 5), (12, 4, 3), (6, 3, 0)])
+def test_sample_filter_matches_naive(m, k, residue):
+    rng = np.random.default_rng(m * k + residue)
+    addr, size, kind = random_trace(rng, 2001, lines=150, max_size=8)
+    addr = addr.astype(np.int64)
+    n = addr.size
+    out = (
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+        np.empty(n, np.uint8),
+        np.empty(n, np.uint8),
+    )
+    counts = np.zeros(4 * m, np.int64)
+    kept = SK.sample_filter(addr, size, kind, 6, m, k, residue, counts, *out)
+    want, per_class = naive_filter(addr, size, kind, 6, m, k, residue)
+    got = list(zip(*(x[:kept].tolist() for x in out), strict=True))
+    assert got == want
+    assert counts.reshape(4, m).sum(axis=0).tolist() == per_class
