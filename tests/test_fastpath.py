@@ -109,6 +109,7 @@ def test_timing_fields_and_old_results_load():
     r = simulate_kernel("triad", H, n=2000, classify=False)
     t = r.to_dict()["timing"]
     assert set(t) == {"trace_s", "read_s", "generate_s", "check_s", "simulate_s"}
+    assert 0 <= t["check_s"] <= t["simulate_s"]
     assert t["trace_s"] == t["generate_s"] and t["read_s"] == 0.0
     assert r.to_dict()["options"]["threads"] == 1
     old = r.to_dict()

@@ -22,7 +22,6 @@ import os
 import sys
 from typing import TextIO
 
-
 __all__ = ["ENV_VAR", "Progress", "format_duration"]
 
 #: Environment variable: "1" forces the bar on (even when stderr is not a

@@ -108,8 +108,8 @@ def format_result(
     rate = f", {result.accesses / sim_s / 1e6:.2f} M accesses/s" if sim_s > 0 else ""
     produce = "read trace" if "trace" in src else "generate trace"
     timing = f"simulate {sim_s:.3f} s{rate}; {produce} {trace_s:.3f} s"
-    if "check_s" in tm:  # results before the split have simulate_s with the check in it
-        timing += f"; check chunks {float(tm['check_s']):.3f} s"
+    if "check_s" in tm:  # (older results lack it)
+        timing += f"; of the simulation, checking the chunks {float(tm['check_s']):.3f} s"
     out = header_block(
         [
             what,
