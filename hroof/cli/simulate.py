@@ -324,7 +324,7 @@ def register(sub, machine_sub) -> None:
         default="auto",
         help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
         "result; needs --no-classify); auto (default): two with --no-classify from "
-        "2,000,000 accesses on a hierarchy of non-inclusive levels when a second CPU is idle "
+        "3,000,000 accesses on a hierarchy of non-inclusive levels when a second CPU is idle "
         "(load average), else one",
     )
     p.add_argument(

@@ -64,7 +64,7 @@ def simulate_kernel(
 
 #: From this many accesses, one simulation without classification runs on two threads
 #: by default (``hroof simulate``): measured faster above it in ``bench/threads.py``.
-TWO_THREADS_FROM = 2_000_000
+TWO_THREADS_FROM = 3_000_000
 
 
 def auto_threads(accesses: int, machine: HierarchyConfig, classify: bool) -> int:
