@@ -186,3 +186,41 @@ def test_sample_filter_matches_naive(m, k, residue):
     got = list(zip(*(x[:kept].tolist() for x in out), strict=True))
     assert got == want
     assert counts.reshape(4, m).sum(axis=0).tolist() == per_class
+
+
+DIN_EDGE = [b"0 0x10\r", b"1\t0XfF 4\x0b", b"\x0c2 10 8", b"0 0x", b"0 x10", b"0 " + b"f" * 17,
+            b"0 10 0", b"0 10 4294967296", b"3 10", b"0", b"   ", b"", b"0 10 8 8"]  # fmt: skip
+LACKEY_EDGE = [b" L 10,8\r", b" M 0x20,4", b"I  400,2", b" S\t10,8", b" L 10 ,8",
+               b" L 10,,8", b" Lx 10,8", b" L 10,8 x", b"==1== text", b" X 10,8", b"I", b" L",
+               b" L 10,"]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["din", "lackey"])
+@pytest.mark.parametrize("index", range(13))
+def test_text_block_parser_edge_lines(tmp_path, fmt, index):
+    """Each edge line, between good lines: the Numba block parser agrees with the line
+    parser (the same accesses, or an error naming the same line)."""
+    from hroof.traces import iter_trace, textfmt
+
+    edge = (DIN_EDGE if fmt == "din" else LACKEY_EDGE)[index]
+    good = b"0 40 8" if fmt == "din" else b" S 40,8"
+    lines = [good, edge, good]
+    path = tmp_path / f"t.{fmt}"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    parse = textfmt._parse_din_line if fmt == "din" else textfmt._parse_lackey_line
+    want = []
+    bad = None
+    for no, line in enumerate(lines, 1):
+        try:
+            got = parse(line)
+        except textfmt._BadLine:
+            bad = no
+            break
+        want += [] if got is None else [got] if isinstance(got, tuple) else got
+    if bad is not None:
+        with pytest.raises(HroofError, match=rf":{bad}: "):
+            list(iter_trace(path, fmt))
+        return
+    chunks = list(iter_trace(path, fmt))
+    got = [(int(k), int(a), int(s)) for c in chunks for a, s, k in zip(*c, strict=True)]
+    assert got == want
