@@ -224,3 +224,14 @@ def test_text_block_parser_edge_lines(tmp_path, fmt, index):
     chunks = list(iter_trace(path, fmt))
     got = [(int(k), int(a), int(s)) for c in chunks for a, s, k in zip(*c, strict=True)]
     assert got == want
+
+
+def test_cli_text_trace_without_classification_runs(tmp_path, capsys):
+    """A text trace's count is unknown before reading: --threads auto picks one thread."""
+    from hroof.cli.app import main
+
+    path = tmp_path / "t.din"
+    path.write_text("".join(f"0 {64 * i:x} 8\n" for i in range(100)))
+    assert main(["simulate", "--trace", str(path), "--no-classify", "-q"]) == 0
+    assert "two threads" not in capsys.readouterr().out
+    assert auto_threads(None, H, classify=False) == 1

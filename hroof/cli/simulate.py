@@ -147,7 +147,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _threads(args, accesses: int, machine: HierarchyConfig, auto) -> int:
+def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
     """``--threads``: 1, 2, or auto (two for a large simulation without classification)."""
     if args.threads == "auto":
         return auto(accesses, machine, not args.no_classify)

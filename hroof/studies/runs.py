@@ -67,20 +67,21 @@ def simulate_kernel(
 TWO_THREADS_FROM = 3_000_000
 
 
-def auto_threads(accesses: int, machine: HierarchyConfig, classify: bool) -> int:
+def auto_threads(accesses: int | None, machine: HierarchyConfig, classify: bool) -> int:
     """Threads for one simulation: 2 (L1 beside the levels below, the same counts) when
     classification is off, the hierarchy has two levels or more, all non-inclusive
     non-exclusive (the pipelined passes), the trace has :data:`TWO_THREADS_FROM`
     accesses or more, and a second CPU is free: this process may use two and the
     1-minute load average is below their number less one half (on a busy machine the
-    second thread waits for a CPU and the pipeline is slower than one thread); else 1."""
+    second thread waits for a CPU and the pipeline is slower than one thread); else 1
+    (also when the count is unknown, None: a text trace)."""
     return 2 if two_threads_pay(accesses, machine, classify) else 1
 
 
-def two_threads_pay(accesses: int, machine: HierarchyConfig, classify: bool) -> bool:
+def two_threads_pay(accesses: int | None, machine: HierarchyConfig, classify: bool) -> bool:
     """:func:`auto_threads`'s test."""
     pipelined = not classify and len(machine.levels) > 1 and machine.plain
-    if not pipelined or accesses < TWO_THREADS_FROM:
+    if not pipelined or accesses is None or accesses < TWO_THREADS_FROM:
         return False
     try:
         cpus = len(os.sched_getaffinity(0))
