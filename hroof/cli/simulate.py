@@ -148,9 +148,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
-    """``--threads``: 1, 2, or auto (two for a large simulation without classification)."""
+    """``--threads``: 1, 2, or auto (two for a large simulation without classification;
+    with ``--sample-sets 1/K``, large is counted in the 1/K of the accesses simulated)."""
     if args.threads == "auto":
-        return auto(accesses, machine, not args.no_classify)
+        simulated = None if accesses is None else accesses // max(1, int(args.sample_sets))
+        return auto(simulated, machine, not args.no_classify)
     return int(args.threads)
 
 
