@@ -22,8 +22,6 @@ import os
 import sys
 from typing import TextIO
 
-from tqdm import tqdm
-
 __all__ = ["ENV_VAR", "Progress", "format_duration"]
 
 #: Environment variable: "1" forces the bar on (even when stderr is not a
@@ -112,6 +110,11 @@ class Progress:
         self.unit = unit
         self.delay = 0.0 if forced else float(delay)
         self.done = 0
+        self._closed = not self.enabled  # disabled: no bar, and tqdm is never imported
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
         counts = "{n:,}/{total:,} " if self.total is not None else "{n:,} "
         self._bar = tqdm(
             total=self.total,
@@ -121,7 +124,6 @@ class Progress:
             file=self.stream,
             mininterval=float(interval),
             delay=self.delay,
-            disable=not self.enabled,
             dynamic_ncols=True,
             leave=True,
             bar_format=(
@@ -131,7 +133,6 @@ class Progress:
                 else "{desc}  " + counts + f"{unit} [{{elapsed}}, {{rate_fmt}}{{postfix}}]"
             ),
         )
-        self._closed = False
 
     def __call__(self, n: int) -> None:
         """Count ``n`` more items (the ``progress(n)`` callback of ``simulate``)."""

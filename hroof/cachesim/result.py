@@ -162,6 +162,8 @@ class SimResult:
     machine: str | None = None
     #: Set sampling (see :mod:`hroof.cachesim.sampling`): None for a whole simulation.
     sampling: dict[str, Any] | None = None
+    #: Threads the simulation ran on (2: L1 beside the levels below; same counts).
+    threads: int = 1
 
     @property
     def accesses(self) -> int:
@@ -180,13 +182,17 @@ class SimResult:
             "flops": self.flops,
             "accesses": self.accesses,
             "machine": self.machine,
-            "options": {"classify": self.classified, "flush": self.flushed},
+            "options": {
+                "classify": self.classified,
+                "flush": self.flushed,
+                "threads": self.threads,
+            },
             "core": self.core.to_dict(),
             "levels": [lvl.to_dict() for lvl in self.levels],
             "memory": self.memory.to_dict(),
             "timing": {
-                "trace_s": float(self.timing.get("trace_s", 0.0)),
-                "simulate_s": float(self.timing.get("simulate_s", 0.0)),
+                key: float(self.timing.get(key, 0.0))
+                for key in ("trace_s", "read_s", "generate_s", "check_s", "simulate_s")
             },
         }
         if self.sampling is not None:
@@ -238,4 +244,5 @@ class SimResult:
             flushed=options.get("flush", True),
             machine=d.get("machine"),
             sampling=d.get("sampling"),
+            threads=options.get("threads", 1),
         )

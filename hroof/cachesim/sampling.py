@@ -51,9 +51,10 @@ import numpy as np
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
 from hroof.cachesim import _stream_kernels as SK
+from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig
 from hroof.cachesim.result import SimResult
-from hroof.cachesim.simulator import Simulator, _as_chunk, _split_lines
+from hroof.cachesim.simulator import Simulator
 
 #: Sub-classes the sample is split into for the error estimate (fewer if G / K is smaller).
 DEFAULT_GROUPS = 8
@@ -149,16 +150,21 @@ class SampledSimulator:
         self._core = np.zeros(K.NCORE, dtype=np.int64)
         self._per_class = np.zeros(self._m, dtype=np.int64)  # line lookups per fine class
         self._filter_s = 0.0
+        self._check_s = 0.0
         self._buf = None  # the kept accesses of a chunk (reused)
 
-    def feed(self, addr, size, kind) -> None:
+    def feed(self, addr, size, kind, *, trusted: bool = False) -> None:
         """Simulate the sampled lines of one chunk (arguments as :meth:`Simulator.feed`)."""
         t0 = time.perf_counter()
         lb = self.hierarchy.line_bits
-        addr, size, kind, straddles, core = _as_chunk(addr, size, kind, lb)
+        chunk = _trusted_chunk if trusted else _as_chunk
+        addr, size, kind, straddles, core = chunk(addr, size, kind, lb)
         self._core += core
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
+        t1 = time.perf_counter()
+        self._check_s += t1 - t0
+        t0 = t1
         n = addr.shape[0]
         if self._buf is None or self._buf[0].shape[0] < n:
             self._buf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.uint8),
@@ -200,6 +206,7 @@ class SampledSimulator:
         flops: int | None = None,
         source: dict | None = None,
         trace_s: float = 0.0,
+        generated: bool = False,
     ) -> SimResult:
         """Flush, and return the estimate (counts times K) with ``sampling`` filled in."""
         for sim in self._sims:
@@ -211,6 +218,7 @@ class SampledSimulator:
         return self._sims[0]._result(
             flush=flush, flops=flops, source=source or {}, trace_s=trace_s,
             ctr=total, core=self._core, simulate_s=simulate_s, sampling=sampling,
+            generated=generated, check_s=self._check_s,
         )  # fmt: skip
 
     # ------------------------------------------------------------------
@@ -280,9 +288,12 @@ def simulate_sampled(
     progress: Callable[[int], None] | None = None,
     threads: int = 1,
     warmup: Iterable | None = None,
+    generated: bool = False,
+    trusted: bool = False,
 ) -> SimResult:
     """Like :func:`hroof.cachesim.simulate`, on 1/k of the sets (see the module's notes);
-    ``warmup`` chunks are simulated first and not counted."""
+    ``warmup`` chunks are simulated first and not counted; ``generated`` and ``trusted``
+    as for :func:`hroof.cachesim.simulate`."""
     from hroof.cachesim.simulator import feed_all
 
     sim = SampledSimulator(
@@ -290,7 +301,7 @@ def simulate_sampled(
     )
     trace_s = 0.0
     if warmup is not None:
-        trace_s += feed_all(sim, warmup, progress)
+        trace_s += feed_all(sim, warmup, progress, trusted)
         sim.reset_counters()
-    trace_s += feed_all(sim, chunks, progress)
-    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
+    trace_s += feed_all(sim, chunks, progress, trusted)
+    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s, generated=generated)

@@ -21,7 +21,7 @@ import numpy as np
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
 from hroof.cachesim import _policy_kernels as PK
-from hroof.cachesim import _stream_kernels as SK
+from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
     MISS_CLASSES,
@@ -41,61 +41,6 @@ def _pow2_at_least(n: int) -> int:
     while p < n:
         p <<= 1
     return p
-
-
-def _as_int(arr: np.ndarray, dtype) -> np.ndarray:
-    """``arr`` as a contiguous array of ``dtype``; same-width integers are viewed, not copied.
-
-    A uint64 address viewed as int64 turns negative past 2**63, which the scan
-    of :func:`_as_chunk` then rejects.
-    """
-    arr = np.ascontiguousarray(arr)
-    if arr.dtype == dtype:
-        return arr
-    if arr.dtype.itemsize == np.dtype(dtype).itemsize:
-        return arr.view(dtype)
-    return arr.astype(dtype)
-
-
-def _as_chunk(addr, size, kind, line_bits: int):
-    """Validate one chunk.
-
-    Returns it in the kernel's dtypes, whether any access straddles a line
-    boundary, and the core's counters of the chunk (loads, stores, NT stores,
-    and their bytes).
-    """
-    addr = np.asarray(addr)
-    size = np.asarray(size)
-    kind = np.asarray(kind)
-    if not (addr.ndim == size.ndim == kind.ndim == 1):
-        raise HroofError("addr, size and kind must be one-dimensional arrays")
-    if not (addr.shape == size.shape == kind.shape):
-        raise HroofError(
-            f"addr, size and kind must have equal lengths, got {addr.shape[0]}, "
-            f"{size.shape[0]} and {kind.shape[0]}"
-        )
-    for name, arr in (("addr", addr), ("size", size), ("kind", kind)):
-        if arr.dtype.kind not in "ui":
-            raise HroofError(f"{name} must be an integer array, got dtype {arr.dtype}")
-    n = addr.shape[0]
-    if kind.dtype != np.uint8 and n and (kind.min() < 0 or kind.max() > 2):
-        raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
-    if size.dtype == np.uint64 and n and size.max() >= 2**62:
-        raise HroofError("access sizes must be below 2**62")
-    addr = _as_int(addr, np.int64)
-    size = _as_int(size, np.int64)
-    kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
-    bits = SK.addr_limit_bits(line_bits)
-    bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
-        addr, size, kind, line_bits, 1 << bits
-    )
-    if bad_addr:
-        raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
-    if bad_size:
-        raise HroofError(f"{bad_size} access sizes are not positive")
-    if bad_kind:
-        raise HroofError(f"{bad_kind} kinds are not 0 (load), 1 (store) or 2 (non-temporal store)")
-    return addr, size, kind, straddles > 0, core
 
 
 _WARM: set[bool] = set()
@@ -129,26 +74,6 @@ def _event_arrays(n: int):
 
 
 _NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
-
-
-def _split_lines(addr, size, kind, line_bits):
-    """Cut every access that straddles lines into one piece per line, in address order.
-
-    The core's counters are taken before the split, so a piece is one more
-    lookup but not one more access.
-
-    >>> a, s, k = _split_lines(np.array([60, 0]), np.array([8, 4]), np.array([0, 1], np.uint8), 6)
-    >>> a.tolist(), s.tolist(), k.tolist()
-    ([60, 64, 0], [4, 4, 4], [0, 0, 1])
-    """
-    first = addr >> line_bits
-    span = ((addr + size - 1) >> line_bits) - first + 1
-    idx = np.repeat(np.arange(addr.shape[0]), span)
-    piece = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
-    line = first[idx] + piece
-    lo = np.maximum(addr[idx], line << line_bits)
-    hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
-    return lo, hi - lo, kind[idx]
 
 
 def _plain(fn):
@@ -219,8 +144,10 @@ class Simulator:
         if threads == 2 and len(hierarchy.levels) > 1 and self._nine:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
+        self._threads_used = 1 if self._pool is None else 2
         self._finished = False
         self._simulate_s = 0.0
+        self._check_s = 0.0  # checking (or counting) the chunks before they are simulated
         levels = hierarchy.levels
         nlev = len(levels)
         ways = np.array([lv.ways for lv in levels], dtype=np.int64)
@@ -361,7 +288,7 @@ class Simulator:
                 assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
 
     # ------------------------------------------------------------ feeding
-    def feed(self, addr, size, kind) -> None:
+    def feed(self, addr, size, kind, *, trusted: bool = False) -> None:
         """Simulate one chunk of accesses.
 
         Parameters
@@ -372,15 +299,23 @@ class Simulator:
             Access sizes in bytes (positive).
         kind : array of int
             0 load, 1 store, 2 non-temporal store.
+        trusted : bool
+            The chunk comes from one of hroof's own kernel generators (int64, int64,
+            uint8 arrays, every value in range): counted, not checked. Never for a
+            user's arrays.
         """
         if self._finished:
             raise HroofError("this simulation is finished; start a new Simulator")
         t0 = time.perf_counter()
         lb = self.hierarchy.line_bits
-        addr, size, kind, straddles, core = _as_chunk(addr, size, kind, lb)
+        chunk = _trusted_chunk if trusted else _as_chunk
+        addr, size, kind, straddles, core = chunk(addr, size, kind, lb)
         self._st.core[:] += core
         if straddles:
             addr, size, kind = _split_lines(addr, size, kind, lb)
+        t1 = time.perf_counter()
+        self._check_s += t1 - t0
+        t0 = t1
         if not self._nine:
             self._run_policies(addr, size, kind)
         elif self._pool is None:
@@ -506,8 +441,12 @@ class Simulator:
         flops: int | None = None,
         source: dict | None = None,
         trace_s: float = 0.0,
+        generated: bool = False,
     ) -> SimResult:
-        """Flush (unless ``flush=False``) and return the result; ends the simulation."""
+        """Flush (unless ``flush=False``) and return the result; ends the simulation.
+
+        ``trace_s`` is the time spent producing the chunks: ``timing.generate_s`` if
+        ``generated`` (a kernel's generator), else ``timing.read_s``."""
         if self._finished:
             raise HroofError("this simulation is finished already")
         if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
@@ -518,6 +457,7 @@ class Simulator:
             flops=None if flops is None else int(flops),
             source=source or {},
             trace_s=trace_s,
+            generated=generated,
         )
 
     def _end(self, flush: bool) -> None:
@@ -535,7 +475,7 @@ class Simulator:
     # ------------------------------------------------------------ results
     def _result(
         self, *, flush: bool, flops: int | None, source: dict, trace_s: float,
-        ctr=None, core=None, simulate_s=None, sampling=None,
+        ctr=None, core=None, simulate_s=None, sampling=None, generated=False, check_s=None,
     ):  # fmt: skip
         """Build the result from this simulator's counters, or from ``ctr``/``core`` if given."""
         ctr = self._st.ctr if ctr is None else ctr
@@ -564,14 +504,17 @@ class Simulator:
             core=core,
             levels=tuple(levels),
             memory=memory,
-            timing={
-                "trace_s": trace_s,
-                "simulate_s": self._simulate_s if simulate_s is None else simulate_s,
-            },
+            timing=timing_dict(
+                trace_s,
+                generated,
+                self._check_s if check_s is None else check_s,
+                self._simulate_s if simulate_s is None else simulate_s,
+            ),
             classified=self.classify,
             flushed=flush,
             machine=self.hierarchy.name,
             sampling=sampling,
+            threads=self._threads_used,
         )
 
     def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops):
@@ -626,7 +569,20 @@ class Simulator:
         )
 
 
-def feed_all(sim, chunks: Iterable[Chunk], progress) -> float:
+def timing_dict(trace_s: float, generated: bool, check_s: float, simulate_s: float) -> dict:
+    """A result's ``timing``: producing the trace (``read_s`` or ``generate_s``; their sum
+    ``trace_s``, as before those two), simulating it (``simulate_s``, as before: checking
+    the chunks included) and, part of that, checking the chunks (``check_s``)."""
+    return {
+        "trace_s": trace_s,
+        "read_s": 0.0 if generated else trace_s,
+        "generate_s": trace_s if generated else 0.0,
+        "check_s": check_s,
+        "simulate_s": check_s + simulate_s,
+    }
+
+
+def feed_all(sim, chunks: Iterable[Chunk], progress, trusted: bool = False) -> float:
     """Feed every chunk to ``sim`` (a :class:`Simulator` or a sampled one); return the
     seconds spent producing the chunks (reading or generating the trace)."""
     trace_s = 0.0
@@ -639,7 +595,7 @@ def feed_all(sim, chunks: Iterable[Chunk], progress) -> float:
             trace_s += time.perf_counter() - t0
             break
         trace_s += time.perf_counter() - t0
-        sim.feed(addr, size, kind)
+        sim.feed(addr, size, kind, trusted=trusted)
         if progress is not None:
             progress(len(addr))
     return trace_s
@@ -657,6 +613,8 @@ def simulate(
     threads: int = 1,
     warmup: Iterable[Chunk] | None = None,
     sample_sets: int = 1,
+    generated: bool = False,
+    trusted: bool = False,
 ) -> SimResult:
     """Simulate a stream of chunks ``(addr, size, kind)`` and return the result.
 
@@ -668,7 +626,9 @@ def simulate(
     (:meth:`Simulator.reset_counters`): the result is the steady state of
     ``chunks``. ``sample_sets=K`` simulates 1/K of the sets exactly and scales the
     counts by K (:mod:`hroof.cachesim.sampling`; the result's ``sampling`` holds the
-    estimate's standard errors).
+    estimate's standard errors). ``generated``: the chunks come from a kernel's
+    generator (``timing.generate_s``, not ``read_s``); ``trusted``: from one of hroof's
+    own generators, so counted but not checked (:meth:`Simulator.feed`).
     """
     if sample_sets != 1:
         from hroof.cachesim.sampling import parse_sample, simulate_sampled
@@ -676,14 +636,15 @@ def simulate(
         return simulate_sampled(
             hierarchy, chunks, k=parse_sample(sample_sets), classify=classify, flush=flush,
             flops=flops, source=source, progress=progress, threads=threads, warmup=warmup,
+            generated=generated, trusted=trusted,
         )  # fmt: skip
     sim = Simulator(hierarchy, classify=classify, threads=threads)
     trace_s = 0.0
     if warmup is not None:
-        trace_s += feed_all(sim, warmup, progress)
+        trace_s += feed_all(sim, warmup, progress, trusted)
         sim.reset_counters()
-    trace_s += feed_all(sim, chunks, progress)
-    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
+    trace_s += feed_all(sim, chunks, progress, trusted)
+    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s, generated=generated)
 
 
 def simulate_arrays(hierarchy, addr, size, kind, **kwargs) -> SimResult:

@@ -100,11 +100,16 @@ def format_result(
         "misses classified (3C)" if result.classified else "misses not classified",
         "dirty lines flushed at the end" if result.flushed else "no final flush",
     ]
-    sim_s = float(result.timing.get("simulate_s", 0.0))
-    trace_s = float(result.timing.get("trace_s", 0.0))
+    if result.threads == 2:
+        options.append("two threads (L1 beside the levels below; the same counts as one)")
+    tm = result.timing
+    sim_s = float(tm.get("simulate_s", 0.0))
+    trace_s = float(tm.get("trace_s", 0.0))
     rate = f", {result.accesses / sim_s / 1e6:.2f} M accesses/s" if sim_s > 0 else ""
     produce = "read trace" if "trace" in src else "generate trace"
     timing = f"simulate {sim_s:.3f} s{rate}; {produce} {trace_s:.3f} s"
+    if "check_s" in tm:  # (older results lack it)
+        timing += f"; of the simulation, checking the chunks {float(tm['check_s']):.3f} s"
     out = header_block(
         [
             what,

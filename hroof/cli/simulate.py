@@ -68,7 +68,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
     from hroof.cachesim import simulate
 
-    if args.threads == 2 and not args.no_classify:
+    if args.threads == "2" and not args.no_classify:
         raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
     if args.kernel is None and args.trace is None:
         raise HroofError("give a KERNEL (see 'hroof kernels') or --trace FILE")
@@ -82,7 +82,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         plan = kernel_plan(args.kernel, args.params)
         machine = _model(resolve_machine(args.machine), args.model)
         check_plan(plan, machine.line_bits, classify=not args.no_classify)
-        from hroof.studies.runs import simulate_kernel
+        from hroof.studies.runs import auto_threads, simulate_kernel
 
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
             result = simulate_kernel(
@@ -92,7 +92,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 flush=not args.no_flush,
                 chunk_size=args.chunk_size,
                 progress=bar,
-                threads=args.threads,
+                threads=_threads(args, plan.accesses, machine, auto_threads),
                 sample_sets=args.sample_sets,
             )
         if args.json:
@@ -101,7 +101,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
             emit(text + sampling_note(result) + _advice(result, machine))
         return 0
-    from hroof.studies.runs import read_trace_meta, split_chunks
+    from hroof.studies.runs import auto_threads, read_trace_meta, split_chunks
 
     machine = _model(resolve_machine(args.machine), args.model)
     path = os.fspath(args.trace)
@@ -137,7 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             flops=flops,
             source=source,
             progress=bar,
-            threads=args.threads,
+            threads=_threads(args, total, machine, auto_threads),
             sample_sets=args.sample_sets,
         )
     if args.json:
@@ -146,6 +146,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         text = format_result(result, machine, width=term_width()) + sampling_note(result)
         emit(text + _advice(result, machine))
     return 0
+
+
+def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
+    """``--threads``: 1, 2, or auto (two for a large simulation without classification;
+    with ``--sample-sets 1/K``, large is counted in the 1/K of the accesses simulated)."""
+    if args.threads == "auto":
+        simulated = None if accesses is None else accesses // max(1, int(args.sample_sets))
+        return auto(simulated, machine, not args.no_classify)
+    return int(args.threads)
 
 
 def _model(hierarchy: HierarchyConfig, model: str) -> HierarchyConfig:
@@ -307,11 +316,12 @@ def register(sub, machine_sub) -> None:
     simulation_options(p)
     p.add_argument(
         "--threads",
-        type=int,
-        choices=(1, 2),
-        default=1,
+        choices=("auto", "1", "2"),
+        default="auto",
         help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
-        "result; needs --no-classify)",
+        "result; needs --no-classify); auto (default): two with --no-classify from "
+        "3,000,000 accesses on a hierarchy of non-inclusive levels when a second CPU is idle "
+        "(load average), else one",
     )
     p.add_argument(
         "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -44,29 +45,56 @@ def simulate_kernel(
     if not isinstance(machine, HierarchyConfig):
         machine = resolve_machine(machine)
     check_plan(plan, machine.line_bits, classify=classify)  # time, classification memory
-    if plan.steady:
-        return simulate(
-            machine,
-            plan.chunks(chunk_size, start=plan.warmup),
-            warmup=plan.chunks(chunk_size, stop=plan.warmup),
-            classify=classify,
-            flush=False,
-            flops=plan.flops,
-            source=plan.source(),
-            progress=progress,
-            threads=threads,
-        )
+    steady = plan.steady
     return simulate(
         machine,
-        plan.chunks(chunk_size),
+        plan.chunks(chunk_size, start=plan.warmup) if steady else plan.chunks(chunk_size),
+        warmup=plan.chunks(chunk_size, stop=plan.warmup) if steady else None,
         classify=classify,
-        flush=flush,
+        flush=flush and not steady,
         flops=plan.flops,
         source=plan.source(),
         progress=progress,
         threads=threads,
         sample_sets=sample_sets,
+        generated=True,
+        trusted=own_generator(plan),
     )
+
+
+#: From this many accesses, one simulation without classification runs on two threads
+#: by default (``hroof simulate``): measured faster above it in ``bench/threads.py``.
+TWO_THREADS_FROM = 3_000_000
+
+
+def auto_threads(accesses: int | None, machine: HierarchyConfig, classify: bool) -> int:
+    """Threads for one simulation: 2 (L1 beside the levels below, the same counts) when
+    classification is off, the hierarchy has two levels or more, all non-inclusive
+    non-exclusive (the pipelined passes), the trace has :data:`TWO_THREADS_FROM`
+    accesses or more, and a second CPU is free: this process may use two and the
+    1-minute load average is below their number less one half (on a busy machine the
+    second thread waits for a CPU and the pipeline is slower than one thread); else 1
+    (also when the count is unknown, None: a text trace)."""
+    return 2 if two_threads_pay(accesses, machine, classify) else 1
+
+
+def two_threads_pay(accesses: int | None, machine: HierarchyConfig, classify: bool) -> bool:
+    """:func:`auto_threads`'s test."""
+    pipelined = not classify and len(machine.levels) > 1 and machine.plain
+    if not pipelined or accesses is None or accesses < TWO_THREADS_FROM:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover (not Linux)
+        cpus, load = os.cpu_count() or 1, 0.0
+    return cpus >= 2 and load < cpus - 0.5
+
+
+def own_generator(plan: Plan) -> bool:
+    """True if ``plan``'s generator is one of hroof's own (``hroof.traces``): its chunks
+    are simulated without the input checks (a kernel a user registers is checked)."""
+    return getattr(plan.gen, "__module__", "").startswith("hroof.traces.")
 
 
 #: The member of an npz trace that ``hroof trace`` adds: what made the trace.

@@ -18,11 +18,11 @@ formats are fixed in ``docs/architecture.md`` ("Trace files"):
     (instruction fetch, ignored); every other line is skipped.
 
 Readers stream: memory does not grow with the file. Text files are read in
-blocks of :data:`_BLOCK_BYTES` whole lines and each block is parsed at once with
-NumPy (several million lines per second); a block with a malformed line is
-re-read line by line with the plain-Python parsers :func:`_parse_din_line` and
-:func:`_parse_lackey_line`, which are also the reference twins of the block
-parsers in the tests. Errors name the file, the 1-based line number (every
+blocks of :data:`_BLOCK_BYTES` whole lines and each block is parsed in one Numba
+pass into preallocated arrays (40-200 MB/s of text measured; ``bench/readers.py``); the
+malformed line a block parser stops at is re-parsed with the plain-Python parsers
+:func:`_parse_din_line` and :func:`_parse_lackey_line`, which are also the reference
+twins of the block parsers in the tests. Errors name the file, the 1-based line number (every
 physical line counts) and the line's content. Text files may be gzip-compressed
 (recognised by their first bytes, whatever their name).
 """

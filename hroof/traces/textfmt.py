@@ -1,8 +1,9 @@
 """Text trace formats: Dinero din and valgrind lackey, read a block of whole lines at a time.
 
 :func:`_iter_text` reads a text trace (gzip or plain) in blocks of :data:`_BLOCK_BYTES`
-whole lines and parses each block at once with the vectorised block parsers; a block
-with a bad line is re-read line by line with the plain-Python line parsers
+whole lines and parses each block in one Numba pass (:mod:`hroof.traces._text_kernels`,
+into preallocated arrays; the partial last line is carried over to the next block); the
+line a block parser finds malformed is re-parsed with the plain-Python line parsers
 (:func:`_parse_din_line`, :func:`_parse_lackey_line`), which name the line, and which
 are also the twins the tests compare the block parsers against. The public entry is
 :func:`hroof.traces.iter_trace`.
@@ -116,130 +117,30 @@ def _line_error(name: str, data: bytes, lineno: int, index: int, parse_line) -> 
 
 
 # --------------------------------------------------------------------------
-# Text formats: vectorised block parsers
+# Text formats: block parsers (Numba, one pass over the bytes)
 # --------------------------------------------------------------------------
-
-_HEX_DIGIT = np.full(256, 255, np.uint8)
-_DEC_DIGIT = np.full(256, 255, np.uint8)
-for _i, _c in enumerate(b"0123456789abcdef"):
-    _HEX_DIGIT[_c] = _i
-    _HEX_DIGIT[bytes([_c]).upper()[0]] = _i
-    if _i < 10:
-        _DEC_DIGIT[_c] = _i
-del _i, _c
-
-
-class _Tokens(NamedTuple):
-    starts: np.ndarray  # first byte of each token
-    ends: np.ndarray  # one past its last byte
-    count: np.ndarray  # tokens per line
-    first: np.ndarray  # index of each line's first token
-    newlines: np.ndarray  # position of each line's newline
-
-
-def _tokenize(buf: np.ndarray, comma: bool = False) -> _Tokens:
-    """Split a block of lines into tokens at ASCII whitespace (and commas).
-
-    Whitespace is what :meth:`bytes.split` splits at: space, \\t, \\n, \\v, \\f, \\r.
-    """
-    sep = (buf == 32) | ((buf - np.uint8(9)) <= np.uint8(4))
-    if comma:
-        sep |= buf == 44
-    start = ~sep
-    end = start.copy()
-    start[1:] &= sep[:-1]
-    end[:-1] &= sep[1:]
-    starts = np.flatnonzero(start)
-    ends = np.flatnonzero(end) + 1
-    newlines = np.flatnonzero(buf == 10)
-    count = np.bincount(np.searchsorted(newlines, starts), minlength=len(newlines))
-    return _Tokens(starts, ends, count, np.cumsum(count) - count, newlines)
-
-
-def _parse_uint(buf, starts, ends, digit, base: int, max_digits: int):
-    """Parse tokens as unsigned integers; return ``(values uint64, bad bool)``.
-
-    A token is bad if it has a non-digit or more than ``max_digits`` digits.
-    """
-    lengths = ends - starts
-    bad = lengths > max_digits
-    values = np.zeros(len(starts), np.uint64)
-    if not len(starts):
-        return values, bad
-    width = min(int(lengths.max()), max_digits)
-    skip = width - lengths  # leading columns that lie before the token
-    for j in range(width):
-        d = digit[buf[np.maximum(ends - (width - j), 0)]]
-        inside = skip <= j
-        bad |= inside & (d == 255)
-        values *= np.uint64(base)
-        values += np.where(inside, d, np.uint8(0))
-    return values, bad
-
-
-def _parse_hex(buf, starts, ends):
-    """Hex addresses, ``0x`` optional, at most 16 digits."""
-    prefixed = (ends - starts > 2) & (buf[starts] == 48) & ((buf[starts + 1] | 32) == 120)
-    return _parse_uint(buf, starts + 2 * prefixed, ends, _HEX_DIGIT, 16, 16)
-
-
-def _parse_size(buf, starts, ends):
-    """Decimal sizes in 1..2**32-1."""
-    size, bad = _parse_uint(buf, starts, ends, _DEC_DIGIT, 10, 10)
-    return size, bad | (size == 0) | (size > _MAX_SIZE)
 
 
 def _parse_din_block(buf: np.ndarray, access_size: int) -> TraceChunk:
-    tok = _tokenize(buf)
-    bad = (tok.count == 1) | (tok.count > 3)
-    rows = np.flatnonzero((tok.count == 2) | (tok.count == 3))
-    t0 = tok.first[rows]
-    label, bad_row = _parse_uint(buf, tok.starts[t0], tok.ends[t0], _DEC_DIGIT, 10, 9)
-    bad_row |= label > 2
-    addr, bad_addr = _parse_hex(buf, tok.starts[t0 + 1], tok.ends[t0 + 1])
-    bad_row |= bad_addr
-    sized = tok.count[rows] == 3
-    size = np.full(len(rows), access_size, np.uint64)
-    t2 = t0[sized] + 2
-    size[sized], bad_size = _parse_size(buf, tok.starts[t2], tok.ends[t2])
-    bad_row[sized] |= bad_size
-    bad[rows] |= bad_row
-    if bad.any():
-        raise _BadLineAt(int(np.argmax(bad)))
-    keep = label < 2
-    return TraceChunk(addr[keep], size[keep].astype(np.uint32), label[keep].astype(np.uint8))
+    from hroof.traces import _text_kernels as TK
+
+    cap = buf.shape[0] // 4 + 1  # a din access takes 4 bytes at least ("0 0\n")
+    addr, size, kind = np.empty(cap, np.uint64), np.empty(cap, np.uint32), np.empty(cap, np.uint8)
+    n, bad = TK.din_block(buf, access_size, addr, size, kind)
+    if bad >= 0:
+        raise _BadLineAt(int(bad))
+    return TraceChunk(addr[:n], size[:n], kind[:n])
 
 
 def _parse_lackey_block(buf: np.ndarray) -> TraceChunk:
-    tok = _tokenize(buf, comma=True)
-    nl = tok.newlines
-    line_start = np.concatenate(([0], nl[:-1] + 1))
-    c0 = buf[line_start]
-    c1 = buf[np.minimum(line_start + 1, len(buf) - 1)]  # an empty last line has c0 == "\n"
-    fetch = (c0 == 73) & (c1 == 32)  # "I "
-    record = fetch | ((c0 == 32) & ((c1 == 76) | (c1 == 83) | (c1 == 77)))  # " L", " S", " M"
-    commas = np.bincount(np.searchsorted(nl, np.flatnonzero(buf == 44)), minlength=len(nl))
-    # A record is exactly: kind letter, whitespace, ADDRESS "," SIZE, optional whitespace.
-    bad = record & ((tok.count != 3) | (commas != 1))
-    rows = np.flatnonzero(record & ~bad)
-    t0 = tok.first[rows]
-    a0, a1 = tok.starts[t0 + 1], tok.ends[t0 + 1]
-    s0, s1 = tok.starts[t0 + 2], tok.ends[t0 + 2]
-    addr, bad_row = _parse_hex(buf, a0, a1)
-    size, bad_size = _parse_size(buf, s0, s1)
-    bad_row |= bad_size | (tok.ends[t0] - tok.starts[t0] != 1) | (buf[a1] != 44) | (s0 != a1 + 1)
-    bad[rows] |= bad_row
-    if bad.any():
-        raise _BadLineAt(int(np.argmax(bad)))
-    mem = ~fetch[rows]
-    letter = c1[rows[mem]]
-    modify = letter == 77
-    repeat = 1 + modify
-    kind = np.repeat((letter != 76).astype(np.uint8), repeat)  # L 0; S, M 1
-    kind[(np.cumsum(repeat) - repeat)[modify]] = 0  # an M is a load, then a store
-    return TraceChunk(
-        np.repeat(addr[mem], repeat), np.repeat(size[mem].astype(np.uint32), repeat), kind
-    )
+    from hroof.traces import _text_kernels as TK
+
+    cap = 2 * (buf.shape[0] // 7) + 1  # " M 0,1\n": 7 bytes, two accesses
+    addr, size, kind = np.empty(cap, np.uint64), np.empty(cap, np.uint32), np.empty(cap, np.uint8)
+    n, bad = TK.lackey_block(buf, addr, size, kind)
+    if bad >= 0:
+        raise _BadLineAt(int(bad))
+    return TraceChunk(addr[:n], size[:n], kind[:n])
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,103 @@
+"""A chunk of a trace as the simulator takes it: checked, or trusted, and cut at line boundaries.
+
+:func:`_as_chunk` checks a chunk a user hands in (API arrays, a file's chunks) in one
+Numba pass; :func:`_trusted_chunk` takes a chunk hroof's own kernel generators wrote
+(int64 addresses and sizes, uint8 kinds, every size and kind valid by construction)
+and only counts it (the core's counters, the accesses that straddle a line, and the
+addresses out of range): the two give the same simulation (``tests/test_fastpath.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hroof._base.errors import HroofError
+from hroof.cachesim import _stream_kernels as SK
+
+
+def _as_int(arr: np.ndarray, dtype) -> np.ndarray:
+    """``arr`` as a contiguous array of ``dtype``; same-width integers are viewed, not copied.
+
+    A uint64 address viewed as int64 turns negative past 2**63, which the scan
+    of :func:`_as_chunk` then rejects.
+    """
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype == dtype:
+        return arr
+    if arr.dtype.itemsize == np.dtype(dtype).itemsize:
+        return arr.view(dtype)
+    return arr.astype(dtype)
+
+
+def _as_chunk(addr, size, kind, line_bits: int):
+    """Validate one chunk.
+
+    Returns it in the kernel's dtypes, whether any access straddles a line
+    boundary, and the core's counters of the chunk (loads, stores, NT stores,
+    and their bytes).
+    """
+    addr = np.asarray(addr)
+    size = np.asarray(size)
+    kind = np.asarray(kind)
+    if not (addr.ndim == size.ndim == kind.ndim == 1):
+        raise HroofError("addr, size and kind must be one-dimensional arrays")
+    if not (addr.shape == size.shape == kind.shape):
+        raise HroofError(
+            f"addr, size and kind must have equal lengths, got {addr.shape[0]}, "
+            f"{size.shape[0]} and {kind.shape[0]}"
+        )
+    for name, arr in (("addr", addr), ("size", size), ("kind", kind)):
+        if arr.dtype.kind not in "ui":
+            raise HroofError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    n = addr.shape[0]
+    if kind.dtype != np.uint8 and n and (kind.min() < 0 or kind.max() > 2):
+        raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
+    if size.dtype == np.uint64 and n and size.max() >= 2**62:
+        raise HroofError("access sizes must be below 2**62")
+    addr = _as_int(addr, np.int64)
+    size = _as_int(size, np.int64)
+    kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
+    bits = SK.addr_limit_bits(line_bits)
+    bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
+        addr, size, kind, line_bits, 1 << bits
+    )
+    if bad_addr:
+        raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
+    if bad_size:
+        raise HroofError(f"{bad_size} access sizes are not positive")
+    if bad_kind:
+        raise HroofError(f"{bad_kind} kinds are not 0 (load), 1 (store) or 2 (non-temporal store)")
+    return addr, size, kind, straddles > 0, core
+
+
+def _split_lines(addr, size, kind, line_bits):
+    """Cut every access that straddles lines into one piece per line, in address order.
+
+    The core's counters are taken before the split, so a piece is one more
+    lookup but not one more access.
+
+    >>> a, s, k = _split_lines(np.array([60, 0]), np.array([8, 4]), np.array([0, 1], np.uint8), 6)
+    >>> a.tolist(), s.tolist(), k.tolist()
+    ([60, 64, 0], [4, 4, 4], [0, 0, 1])
+    """
+    first = addr >> line_bits
+    span = ((addr + size - 1) >> line_bits) - first + 1
+    idx = np.repeat(np.arange(addr.shape[0]), span)
+    piece = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
+    line = first[idx] + piece
+    lo = np.maximum(addr[idx], line << line_bits)
+    hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
+    return lo, hi - lo, kind[idx]
+
+
+def _trusted_chunk(addr, size, kind, line_bits: int):
+    """A generated chunk as :func:`_as_chunk` returns it, its sizes and kinds unchecked.
+
+    The arrays must already be int64, int64 and uint8 (what ``Plan.chunks`` yields);
+    only the addresses are checked (a kernel's arrays may end past the limit).
+    """
+    bits = SK.addr_limit_bits(line_bits)
+    bad_addr, straddles, *core = SK.count_chunk(addr, size, kind, line_bits, 1 << bits)
+    if bad_addr:
+        raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
+    return addr, size, kind, straddles > 0, core
