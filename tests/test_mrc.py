@@ -13,6 +13,7 @@ from numpy.testing import assert_array_equal
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import _mrc_state as MS
 from hroof.cachesim import hierarchy, resolve_machine, simulate
 from hroof.cachesim import mrc as M
 from hroof.traces import plan_kernel
@@ -104,8 +105,8 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
     rng = np.random.default_rng(200 + seed)
     lines, ops = _random_events(rng, 3000, 60)
     whole = _curve(lines, ops)
-    monkeypatch.setattr(M._FAState, "MIN_TREE", 128)
-    monkeypatch.setattr(M._FAState, "BLOCK", 7)
+    monkeypatch.setattr(MS.FAState, "MIN_TREE", 128)
+    monkeypatch.setattr(MS.FAState, "BLOCK", 7)
     cut = _curve(lines, ops, batch=13)
     caps = np.arange(0, 70)
     assert_array_equal(cut.misses(caps), whole.misses(caps))

@@ -43,7 +43,7 @@ free slot) ``C`` missed and took the free slot, as in the 3-line cache; in
 caches of 4 lines it hit. The distance counts holes: 3.
 
 Times grow without bound, so when the bitmap is full the live times are
-renumbered ``0..live-1`` (``_FAState._compact``): memory stays
+renumbered ``0..live-1`` (``_mrc_state.FAState._compact``): memory stays
 O(distinct lines) for any stream length, as the simulator's does.
 
 The set-associative pass (``_mrc_kernels.sa_pass``) keeps, per set, the top
@@ -81,150 +81,18 @@ from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim._kernels import EV_BITS, EV_MASK
 from hroof.cachesim._mrc_kernels import (
-    M_COLD,
     M_DROPPED,
-    M_HBITS,
-    M_LIVE,
     M_LOOKUPS,
-    M_NHOLES,
     M_NKEYS,
-    M_NOW,
-    M_RELOAD,
     M_THRESH,
     M_WRITES,
-    NMETA,
     SAMPLE_P,
     SUBSAMPLES,
 )
+from hroof.cachesim._mrc_state import FAState
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
 SCHEMA = "hroof.mrc/1"
-
-
-# ------------------------------------------------------------------ state
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(1, int(n - 1).bit_length())
-
-
-def _times(cap: int, live: int):
-    """The entry bitmap of ``cap`` times (``cap`` a multiple of 64) with times
-    ``0..live-1`` set, and the Fenwick tree (int32) of its 64-time blocks' counts."""
-    bits = np.zeros(cap, dtype=np.uint8)
-    bits[:live] = 1
-    words = np.packbits(bits, bitorder="little").view(np.uint64).copy()
-    counts = np.minimum(np.maximum(live - 64 * np.arange(cap // 64), 0), 64)
-    i = np.arange(cap // 64 + 1, dtype=np.int64)
-    low = i & -i
-    csum = np.concatenate(([0], np.cumsum(counts)))
-    btree = csum[i] - csum[i - low]
-    btree[0] = 0
-    return words, btree.astype(np.int32)
-
-
-class _FAState:
-    """One fully-associative stack (exact, or one SHARDS sampler)."""
-
-    BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
-    MIN_TREE = 1 << 16  # least times in the tree after a compaction
-
-    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0):
-        self.scale = float(scale)
-        self.table = np.full(2 << 10, -1, dtype=np.int64)
-        self.words, self.btree = _times(1 << 12, 0)
-        self.heap = np.zeros(1 << 10, dtype=np.int64)
-        self.hist = np.zeros(1 << 10, dtype=np.int64)
-        self.meta = np.zeros(NMETA, dtype=np.int64)
-        self.meta[M_HBITS] = 10
-        self.meta[M_THRESH] = thresh
-        self.size_cap = int(size_cap)
-        self.pairs_h = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
-        self.pairs_l = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
-        self.fhist = np.zeros(1 << 10 if size_cap else 1)
-        self.fmeta = np.zeros(3)  # fixed size: weighted lookups, cold, reloads
-
-    @property
-    def state_bytes(self) -> int:
-        arrays = (self.table, self.words, self.btree, self.heap, self.hist, self.fhist,
-                  self.pairs_h, self.pairs_l)  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
-
-    def _grow_table(self, need: int) -> None:
-        cap = self.table.shape[0] >> 1
-        if 2 * need <= cap:
-            return
-        new = _pow2_at_least(2 * need)
-        keys, vals = self.table[0::2], self.table[1::2]
-        used = keys >= 0
-        self.table = np.full(2 * new, -1, dtype=np.int64)
-        self.meta[M_HBITS] = new.bit_length() - 1
-        MK.rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
-
-    def _compact(self, need: int) -> None:
-        """Renumber the live times 0..live-1 (order kept) and size the tree for ``need`` more."""
-        meta = self.meta
-        now = int(meta[M_NOW])
-        live = int(meta[M_LIVE])
-        nholes = int(meta[M_NHOLES])
-        alive = np.unpackbits(self.words.view(np.uint8), bitorder="little")[:now]
-        assert int(alive.sum()) == live, "stack entries and tree disagree"
-        rank = np.cumsum(alive, dtype=np.int64) - alive
-        vals = self.table[1::2]
-        present = vals >= 0
-        vals[present] = rank[vals[present]]
-        self.heap[:nholes] = rank[self.heap[:nholes]]
-        if self.size_cap:
-            # Drop the keys of lines sampled out by the lowered threshold.
-            keys = self.table[0::2]
-            used = keys >= 0
-            hashes = np.empty(int(used.sum()), dtype=np.int64)
-            subs = np.empty_like(hashes)
-            MK.sample_hash(keys[used], hashes, subs)
-            keep = hashes < meta[M_THRESH]
-            k, v = keys[used][keep], vals[used][keep]
-            self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
-            MK.rehash(k, v, self.table, int(meta[M_HBITS]))
-            meta[M_NKEYS] = int(keep.sum())
-        meta[M_NOW] = live
-        cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
-        self.words, self.btree = _times(cap, live)
-
-    def feed(self, lines: np.ndarray, ops: np.ndarray, hashes: np.ndarray) -> None:
-        for lo in range(0, lines.shape[0], self.BLOCK):
-            hi = lo + self.BLOCK
-            self._feed_block(lines[lo:hi], ops[lo:hi], hashes[lo:hi])
-
-    def _feed_block(self, lines, ops, hashes) -> None:
-        while lines.shape[0]:
-            n = lines.shape[0]
-            meta = self.meta
-            self._grow_table(int(meta[M_NKEYS]) + n)
-            if meta[M_NOW] + n >= 64 * self.words.shape[0]:
-                self._compact(n)
-            if self.heap.shape[0] < meta[M_NHOLES] + n:
-                heap = np.zeros(_pow2_at_least(int(meta[M_NHOLES]) + n), dtype=np.int64)
-                heap[: self.heap.shape[0]] = self.heap
-                self.heap = heap
-            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else 1.0
-            need = 2 * int((meta[M_LIVE] + 1) * scale) + 2  # the pass stops when it is short
-            name = "fhist" if self.size_cap else "hist"
-            old = getattr(self, name)
-            if old.shape[0] < need:
-                grown = np.zeros(_pow2_at_least(need), dtype=old.dtype)
-                grown[: old.shape[0]] = old
-                setattr(self, name, grown)
-            done = MK.fa_pass(
-                lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
-                self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
-            )  # fmt: skip
-            lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
-
-    def counts(self):
-        """``(hist, lookups, cold, reload)``: exact integers, or (fixed size) weighted floats."""
-        meta = self.meta
-        if not self.size_cap:
-            return self.hist, int(meta[M_LOOKUPS]), int(meta[M_COLD]), int(meta[M_RELOAD])
-        lk, cold, rel = (float(x) for x in self.fmeta)
-        return self.fhist, lk, cold, rel
 
 
 # ------------------------------------------------------------------ result
@@ -404,15 +272,15 @@ class StackDistances:
         self.thresh = SAMPLE_P if rate is None else max(1, round(rate * SAMPLE_P))
         self.lookups = 0
         if rate is None:
-            self.fa = _FAState()
+            self.fa = FAState()
             self.subs = []
         else:
             scale = SAMPLE_P / self.thresh
             cap = sample_size or 0
-            self.fa = _FAState(scale, self.thresh, cap)
+            self.fa = FAState(scale, self.thresh, cap)
             sub_cap = max(16, cap // SUBSAMPLES) if cap else 0
             self.subs = [
-                _FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
+                FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
             ]
         self._buf = None
         self.sa_stk = self.sa_hist = None
@@ -458,7 +326,7 @@ class StackDistances:
             if m:
                 state.feed(out_l[:m], out_o[:m], out_h[:m])
 
-    def _estimate(self, state: _FAState, fraction: float, caps=None):
+    def _estimate(self, state: FAState, fraction: float, caps=None):
         """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
 
         ``tail[c]`` is the estimated misses at ``c`` lines (dense up to the
