@@ -8,7 +8,7 @@ import pytest
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive_mrc import naive_fa, naive_fa_misses, naive_sa_misses
+from naive_mrc import naive_fa, naive_fa_misses, naive_prefilter, naive_sa_misses
 from numpy.testing import assert_array_equal
 
 from hroof._base.errors import HroofError
@@ -250,6 +250,56 @@ def test_sampling_estimates_a_random_curve():
         assert est.sample["rate"] <= kw.get("rate", 1.0) * 1.001
     fixed = M.miss_ratio_curve(trace, sample_size=1000)
     assert fixed.sample["dropped_lines"] > 0 and fixed.sample["rate"] < 0.2
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 4095, 4096, 4097, 9000])
+@pytest.mark.parametrize("seed", [0, 1, 12345])
+def test_prefilter_matches_its_naive_twin(n, seed):
+    """The two-loop hashing filter keeps exactly what a plain loop keeps, in order, at
+    block boundaries too (blocks of ``PREFILTER_BLOCK`` events, flags in groups of 8)."""
+    rng = np.random.default_rng(n + seed)
+    src = rng.integers(0, 2**40, n)
+    kinds = rng.choice(np.array([0, 1, 2, 6, 7, 8], np.uint8), n)
+    key = M.sampling_key(seed)
+    for thresh in (1, 1 << 18, 1 << 23, MK.SAMPLE_P):
+        flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        mask = M._lookup_mask(MK.OPS)
+        k, lk = MK.prefilter(src, 6, kinds, MK.OPS, mask, key, thresh, flags, *out)
+        *want, want_lk = naive_prefilter(src, 6, kinds, MK.OPS, key, thresh)
+        assert lk == want_lk and k == len(want[0])
+        for got, exp in zip(out, want, strict=True):
+            assert_array_equal(got[:k], np.array(exp, dtype=got.dtype))
+        if thresh == MK.SAMPLE_P:
+            assert k == n
+    h, sub = np.empty(n, np.int64), np.empty(n, np.int64)
+    MK.sample_hash(src, key, h, sub)
+    *want, _ = naive_prefilter(src, 0, np.zeros(n, np.uint8), MK.OPS, key, MK.SAMPLE_P)
+    assert_array_equal(h, np.array(want[2], np.int64))
+    assert_array_equal(sub, np.array(want[3], np.int64))
+
+
+def test_seeds_sample_different_lines_and_are_reported():
+    trace = _random_trace(11)
+    a = M.miss_ratio_curve(trace, rate=0.3, seed=0)
+    b = M.miss_ratio_curve(trace, rate=0.3, seed=1)
+    again = M.miss_ratio_curve(trace, rate=0.3, seed=1)
+    assert a.sample["seed"] == 0 and b.sample["seed"] == 1
+    assert a.sample["sampled_lookups"] != b.sample["sampled_lookups"]
+    assert_array_equal(b.tail, again.tail)
+    assert 0 < b.sample["sampled_lines"] < b.distinct_lines * 2
+    assert b.sample["warning"].startswith(f"only {b.sample['sampled_lines']:,} distinct lines")
+    assert M.miss_ratio_curve(trace).sample is None
+    with pytest.raises(HroofError, match="seed"):
+        M.StackDistances(64, rate=0.1, seed=-1)
+
+
+def test_no_warning_when_enough_lines_are_sampled():
+    lines = np.arange(4 * M.MIN_SAMPLED_LINES, dtype=np.int64)
+    sd = M.StackDistances(64, rate=0.5)
+    sd.feed(np.concatenate([lines, lines]), np.zeros(2 * lines.shape[0], np.uint8))
+    c = sd.finish()
+    assert c.sample["sampled_lines"] > M.MIN_SAMPLED_LINES and c.sample["warning"] is None
 
 
 def test_fixed_size_keeps_its_bound():

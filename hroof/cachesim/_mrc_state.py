@@ -51,8 +51,10 @@ class FAState:
     BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
     MIN_TREE = 1 << 16  # least times in the tree after a compaction
 
-    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0):
+    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0,
+                 key: int = 0):  # fmt: skip
         self.scale = float(scale)
+        self.key = int(key)  # the sampling hash's key (``_mrc_kernels.sample_hash``)
         self.table = np.full(2 << 10, -1, dtype=np.int64)
         self.words, self.btree = _times(1 << 12, 0)
         self.heap = np.zeros(1 << 10, dtype=np.int64)
@@ -102,7 +104,7 @@ class FAState:
             used = keys >= 0
             hashes = np.empty(int(used.sum()), dtype=np.int64)
             subs = np.empty_like(hashes)
-            MK.sample_hash(keys[used], hashes, subs)
+            MK.sample_hash(keys[used], self.key, hashes, subs)
             keep = hashes < meta[M_THRESH]
             k, v = keys[used][keep], vals[used][keep]
             self.table = np.full(self.table.shape[0], -1, dtype=np.int64)

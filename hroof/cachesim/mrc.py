@@ -219,7 +219,32 @@ def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray
 
 
 # ------------------------------------------------------------------ driver
+#: Below this many distinct sampled lines a SHARDS curve carries a warning (measured in
+#: ``bench/mrc.py``: see ``docs/mrc.md``, "Sampling: SHARDS").
+MIN_SAMPLED_LINES = 16384
 _IDENTITY = np.arange(256, dtype=np.uint8)
+_MASKS: dict[bytes, np.uint64] = {}
+
+
+def _lookup_mask(opmap: np.ndarray) -> np.uint64:
+    """Bit ``k`` set when ``opmap[k]`` is a counted lookup (kinds below 64)."""
+    key = opmap[:64].tobytes()
+    if key not in _MASKS:
+        bits = sum(1 << k for k, op in enumerate(opmap[:64]) if op == MK.OP_LOOKUP)
+        _MASKS[key] = np.uint64(bits)
+    return _MASKS[key]
+
+
+def sampling_key(seed: int) -> int:
+    """The key XORed into every line before the SHARDS hash: 0 for seed 0, else a
+    splitmix64 mix of the seed (a non-negative int64), so that each seed samples an
+    independent-looking set of lines."""
+    if seed == 0:
+        return 0
+    z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return (z ^ (z >> 31)) >> 1
 
 
 class StackDistances:
@@ -238,6 +263,8 @@ class StackDistances:
     sample_size : int, optional
         Fixed-size SHARDS: hold at most this many distinct sampled lines
         (starting at ``rate`` or 1).
+    seed : int
+        Key of the sampling hash, ``0 <= seed < 2**32`` (:func:`sampling_key`).
 
     Notes
     -----
@@ -247,7 +274,8 @@ class StackDistances:
     """
 
     def __init__(self, line: int = 64, *, sets: int | None = None, max_ways: int = 32,
-                 rate: float | None = None, sample_size: int | None = None):  # fmt: skip
+                 rate: float | None = None, sample_size: int | None = None,
+                 seed: int = 0):  # fmt: skip
         if isinstance(line, bool) or not isinstance(line, int) or line < 1 or line & (line - 1):
             raise HroofError(f"line must be a power of two number of bytes, got {line!r}")
         if sets is not None and (isinstance(sets, bool) or not isinstance(sets, int) or sets < 1):
@@ -262,8 +290,12 @@ class StackDistances:
             raise HroofError(
                 f"the sample size must be a whole number >= 16 lines, got {sample_size!r}"
             )
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise HroofError(f"the sampling seed must be a whole number below 2**32, got {seed!r}")
         if sample_size is not None and rate is None:
             rate = 1.0
+        self.seed = seed
+        self.key = sampling_key(seed)
         self.line = line
         self.sets = sets
         self.max_ways = max_ways
@@ -277,12 +309,14 @@ class StackDistances:
         else:
             scale = SAMPLE_P / self.thresh
             cap = sample_size or 0
-            self.fa = FAState(scale, self.thresh, cap)
+            self.fa = FAState(scale, self.thresh, cap, self.key)
             sub_cap = max(16, cap // SUBSAMPLES) if cap else 0
             self.subs = [
-                FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
+                FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
+                for _ in range(SUBSAMPLES)
             ]
         self._buf = None
+        self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.sa_stk = self.sa_hist = None
         if sets is not None:
             if sets * max_ways > 1 << 31:
@@ -294,6 +328,8 @@ class StackDistances:
         """Add a batch: ``lines`` (int64 line addresses, >= 0) and ``ops`` (``OP_*``)."""
         lines = np.ascontiguousarray(lines, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.uint8)
+        if ops.shape[0] and int(ops.max()) > MK.OP_INVAL_SEEN:
+            raise HroofError(f"operations must be 0..{MK.OP_INVAL_SEEN}, got {int(ops.max())}")
         self.feed_events(lines, 0, ops, _IDENTITY)
 
     def feed_events(self, src, shift: int, kinds, opmap) -> None:
@@ -313,7 +349,10 @@ class StackDistances:
             self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
         sl, so, sh, ss = self._buf
-        k, nlookups = MK.prefilter(src, shift, kinds, opmap, thresh, sl, so, sh, ss)
+        k, nlookups = MK.prefilter(
+            src, shift, kinds, opmap, _lookup_mask(opmap), self.key, thresh, self._flags,
+            sl, so, sh, ss,
+        )  # fmt: skip
         self.lookups += int(nlookups)
         sl, so, sh, ss = sl[:k], so[:k], sh[:k], ss[:k]
         out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
@@ -395,6 +434,16 @@ class StackDistances:
             spread = np.std(np.array(subs), axis=0, ddof=1)
             errs = spread / math.sqrt(SUBSAMPLES)
         sampled = int(fa.meta[M_LOOKUPS])
+        # Distinct sampled lines: keys seen (rate), lines held at the final threshold (size).
+        lines = int(fa.meta[MK.M_SAMPLED] if self.sample_size else fa.meta[M_NKEYS])
+        warning = None
+        if lines < MIN_SAMPLED_LINES:
+            warning = (
+                f"only {lines:,} distinct lines sampled (fewer than {MIN_SAMPLED_LINES:,}): the "
+                f"sample's own line count varies by about 1/sqrt({lines:,}) = "
+                f"{1 / math.sqrt(max(lines, 1)):.1%}, which stretches every estimated distance by "
+                "as much, and the error estimate itself is unreliable; use a higher rate"
+            )
         sample = {
             "mode": "size" if self.sample_size else "rate",
             "rate": float(rate),
@@ -405,6 +454,9 @@ class StackDistances:
             "error_method": f"spread of {SUBSAMPLES} disjoint sub-samples / sqrt({SUBSAMPLES}), "
             "mean over capacities from the resolution up",
             "resolution_lines": resolution,
+            "seed": self.seed,
+            "sampled_lines": lines,
+            "warning": warning,
         }
         distinct = round(cold)  # each distinct line has one compulsory lookup (estimated)
         return MissRatioCurve(
@@ -470,6 +522,7 @@ def miss_ratio_curve(
     max_ways: int | None = None,
     rate: float | None = None,
     sample_size: int | None = None,
+    seed: int = 0,
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> MissRatioCurve:
@@ -490,6 +543,8 @@ def miss_ratio_curve(
         every associativity up to ``max_ways`` (default: ``max(32, 2 * ways)``).
     rate, sample_size : optional
         SHARDS sampling rate, fixed sample size (distinct lines).
+    seed : int
+        Key of the sampling hash (each seed samples another set of lines).
     progress : callable, optional
         Called with each chunk's number of accesses.
 
@@ -526,7 +581,9 @@ def miss_ratio_curve(
             max_ways = max(32, 2 * lv_cfg.ways)
     if max_ways is None:
         max_ways = 32
-    sd = StackDistances(line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size)
+    sd = StackDistances(
+        line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size, seed=seed
+    )
     tap = _tap_class()(
         HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
         target,
