@@ -279,6 +279,64 @@ def test_prefilter_matches_its_naive_twin(n, seed):
     assert_array_equal(sub, np.array(want[3], np.int64))
 
 
+@pytest.mark.parametrize("n", [0, 5, 4096, 9000])
+def test_scan_prefilter_matches_the_check_and_the_filter(n):
+    """The fused L1 kernel keeps what ``prefilter`` keeps and rejects exactly what the
+    simulator's ``scan_chunk`` would reject or split."""
+    from hroof.cachesim import _stream_kernels as SK
+
+    rng = np.random.default_rng(n)
+    addr = rng.integers(0, 2**30, n) * 8
+    size = rng.choice(np.array([4, 8], np.int64), n)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n)
+    flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+    limit = 1 << SK.addr_limit_bits(6)
+    key = M.sampling_key(5)
+    for thresh in (1 << 20, MK.SAMPLE_P):
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        k, lk, rej = MK.scan_prefilter(addr, size, kind, 6, limit, key, thresh, flags, *out)
+        *want, want_lk = naive_prefilter(addr, 6, kind, MK.OPS, key, thresh)
+        assert rej == 0 and lk == want_lk and k == len(want[0])
+        for got, exp in zip(out, want, strict=True):
+            assert_array_equal(got[:k], np.array(exp, dtype=got.dtype))
+    if n < 3:
+        return
+    for i, (a, sz, kd) in enumerate([(-64, 8, 0), (60, 8, 0), (0, 0, 1), (0, 8, 3), (limit, 8, 0)]):
+        bad_a, bad_s, bad_k = addr.copy(), size.copy(), kind.copy()
+        j = (7 * i) % n
+        bad_a[j], bad_s[j], bad_k[j] = a, sz, kd
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        _, _, rej = MK.scan_prefilter(bad_a, bad_s, bad_k, 6, limit, key, 1 << 20, flags, *out)
+        scan = SK.scan_chunk(bad_a, bad_s, bad_k, 6, limit)
+        assert rej == 1 and sum(scan[:4]) >= 1, (a, sz, kd)  # rejected or split there too
+
+
+def test_direct_sampling_equals_the_simulator_path():
+    """Chunks of the plain kind are sampled in one fused pass; other dtypes, straddling
+    accesses and bad input go the simulator's way: same curve, same errors."""
+    rng = np.random.default_rng(13)
+    n = 20_000
+    addr = rng.integers(0, 50_000, n) * 8
+    size = np.full(n, 8, np.int64)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n, p=[0.6, 0.3, 0.1])
+    straddle = addr.copy()
+    straddle[::50] = straddle[::50] // 64 * 64 + 60  # 8 bytes from 4 before a line's end
+    plain = [(addr, size, kind), (straddle, size, kind)]
+    other = [tuple(a.astype(np.int32) for a in ch) for ch in plain]
+    for kw in ({"rate": 0.2, "seed": 3}, {"sample_size": 300}):
+        a = M.miss_ratio_curve(plain, **kw)
+        b = M.miss_ratio_curve(other, **kw)
+        assert_array_equal(a.tail, b.tail)
+        assert a.sample == b.sample and a.lookups == b.lookups
+        assert a.lookups == 2 * np.count_nonzero(kind < 2) + np.count_nonzero(kind[::50] < 2)
+    sd = M.StackDistances(64, rate=0.2)
+    assert sd.feed_trace(addr, size, kind, 6) and not sd.feed_trace(straddle, size, kind, 6)
+    assert not sd.feed_trace(*other[0], 6)
+    bad = [(addr - 10**6, size, kind)]
+    with pytest.raises(HroofError, match="addresses are negative"):
+        M.miss_ratio_curve(bad, rate=0.2)
+
+
 def test_seeds_sample_different_lines_and_are_reported():
     trace = _random_trace(11)
     a = M.miss_ratio_curve(trace, rate=0.3, seed=0)

@@ -90,6 +90,7 @@ from hroof.cachesim._mrc_kernels import (
     SUBSAMPLES,
 )
 from hroof.cachesim._mrc_state import FAState
+from hroof.cachesim._stream_kernels import addr_limit_bits
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
 SCHEMA = "hroof.mrc/1"
@@ -345,16 +346,51 @@ class StackDistances:
         n = src.shape[0]
         states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
         thresh = max(int(s.meta[M_THRESH]) for s, _ in states)
-        if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
-            self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
-                         np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
+        self._reserve(n)
         sl, so, sh, ss = self._buf
         k, nlookups = MK.prefilter(
             src, shift, kinds, opmap, _lookup_mask(opmap), self.key, thresh, self._flags,
             sl, so, sh, ss,
         )  # fmt: skip
+        self._distribute(k, nlookups, thresh)
+
+    def feed_trace(self, addr, size, kind, line_bits: int) -> bool:
+        """Sample a raw trace chunk (the stream into the first level) in one pass that also
+        checks it as the simulator does; return False, having fed nothing, when the chunk
+        is not of the plain kind (dtypes int64, int64, uint8, one-dimensional), holds an
+        access the simulator would reject or split across lines, or when this pass is exact
+        or set-associative: the caller then sends it the simulator's way."""
+        if self.rate is None or self.sa_stk is not None:
+            return False
+        arrays = (addr, size, kind)
+        if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays):
+            return False
+        if (addr.dtype, size.dtype, kind.dtype) != (np.int64, np.int64, np.uint8):
+            return False
+        n = addr.shape[0]
+        if size.shape[0] != n or kind.shape[0] != n:
+            return False
+        thresh = max(int(st.meta[M_THRESH]) for st in (self.fa, *self.subs))
+        self._reserve(n)
+        limit = 1 << addr_limit_bits(line_bits)
+        k, nlookups, rejected = MK.scan_prefilter(
+            addr, size, kind, line_bits, limit, self.key, thresh, self._flags, *self._buf
+        )
+        if rejected:
+            return False
+        self._distribute(k, nlookups, thresh)
+        return True
+
+    def _reserve(self, n: int) -> None:
+        if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
+            self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
+                         np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
+
+    def _distribute(self, k: int, nlookups: int, thresh: int) -> None:
+        """Feed the ``k`` sampled events in the buffers to the sample and its sub-samples."""
         self.lookups += int(nlookups)
-        sl, so, sh, ss = sl[:k], so[:k], sh[:k], ss[:k]
+        sl, so, sh, ss = (b[:k] for b in self._buf)
+        states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
         out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
         for state, want in states:
             t = int(state.meta[M_THRESH])
@@ -589,8 +625,10 @@ def miss_ratio_curve(
         target,
         sd.feed_events,
     )
+    direct = target == 0 and sd.rate is not None and sd.sa_stk is None
     for addr, size, kind in chunks:
-        tap.feed(addr, size, kind)
+        if not (direct and sd.feed_trace(addr, size, kind, hierarchy.line_bits)):
+            tap.feed(addr, size, kind)
         if progress is not None:
             progress(len(addr))
     tap.finish()
