@@ -224,6 +224,29 @@ def test_nt_stores_at_lower_levels():
     assert c.misses(64) == r.levels[1].misses
 
 
+def test_warmup_is_run_but_not_counted():
+    """With a warm-up the stacks start warm: at a fully-associative level's capacity the
+    curve of the counted part equals the simulator's misses with the same warm-up, and the
+    set-associative curve its set-associative level's."""
+    plan = plan_kernel("stencil7", n=10, warmup=1)
+    fa = hierarchy({"name": "FA", "size": 32768, "ways": 512})  # holds the 16 KB grids
+    sa = hierarchy({"name": "SA", "size": 4096, "ways": 4})
+
+    def run(h):
+        return simulate(h, plan.chunks(start=plan.warmup), warmup=plan.chunks(stop=plan.warmup))
+
+    c = M.miss_ratio_curve(plan.chunks(start=plan.warmup), sa, warmup=plan.chunks(stop=plan.warmup))
+    cold = M.miss_ratio_curve(plan.chunks(start=plan.warmup), sa)
+    r_fa, r_sa = run(fa), run(sa)
+    assert c.lookups == r_fa.levels[0].lookups == cold.lookups
+    assert c.misses(512) == r_fa.levels[0].misses < cold.misses(512)
+    assert c.sa_misses[3] == r_sa.levels[0].misses
+    est = M.miss_ratio_curve(
+        plan.chunks(start=plan.warmup), rate=1.0, warmup=plan.chunks(stop=plan.warmup)
+    )
+    assert est.lookups == c.lookups and est.misses(512) == pytest.approx(c.misses(512))
+
+
 # ----------------------------------------------------------------- sampling
 def test_rate_one_is_exact():
     trace = _random_trace(7)

@@ -14,6 +14,7 @@ from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim._mrc_kernels import (
     M_COLD,
     M_HBITS,
+    M_INVALS,
     M_LIVE,
     M_LOOKUPS,
     M_NHOLES,
@@ -21,6 +22,7 @@ from hroof.cachesim._mrc_kernels import (
     M_NOW,
     M_RELOAD,
     M_THRESH,
+    M_WRITES,
     NMETA,
     SAMPLE_P,
 )
@@ -143,6 +145,14 @@ class FAState:
                 self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
             )  # fmt: skip
             lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
+
+    def reset_counts(self) -> None:
+        """Zero the histogram and the counters, keeping the stack (after a warm-up)."""
+        self.hist[:] = 0
+        self.fhist[:] = 0
+        self.fmeta[:] = 0
+        for slot in (M_LOOKUPS, M_COLD, M_RELOAD, M_WRITES, M_INVALS):
+            self.meta[slot] = 0
 
     def counts(self):
         """``(hist, lookups, cold, reload)``: exact integers, or (fixed size) weighted floats."""

@@ -401,6 +401,15 @@ class StackDistances:
             if m:
                 state.feed(out_l[:m], out_o[:m], out_h[:m])
 
+    def reset_counts(self) -> None:
+        """Start counting afresh with the stacks as they are: what was fed so far is a
+        warm-up (its lines are in the stacks, its references are not counted)."""
+        self.lookups = 0
+        for state in (self.fa, *self.subs):
+            state.reset_counts()
+        if self.sa_hist is not None:
+            self.sa_hist[:] = 0
+
     def _estimate(self, state: FAState, fraction: float, caps=None):
         """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
 
@@ -561,6 +570,7 @@ def miss_ratio_curve(
     seed: int = 0,
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
+    warmup: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> MissRatioCurve:
     """The miss-ratio curve of a trace, or of the stream reaching one level of a hierarchy.
 
@@ -583,6 +593,9 @@ def miss_ratio_curve(
         Key of the sampling hash (each seed samples another set of lines).
     progress : callable, optional
         Called with each chunk's number of accesses.
+    warmup : iterable of (addr, size, kind), optional
+        Accesses run before ``chunks`` and not counted (as :func:`hroof.cachesim.simulate`'s
+        ``warmup``): the stacks start warm, the curve counts ``chunks`` only.
 
     Returns
     -------
@@ -626,11 +639,16 @@ def miss_ratio_curve(
         sd.feed_events,
     )
     direct = target == 0 and sd.rate is not None and sd.sa_stk is None
-    for addr, size, kind in chunks:
-        if not (direct and sd.feed_trace(addr, size, kind, hierarchy.line_bits)):
-            tap.feed(addr, size, kind)
-        if progress is not None:
-            progress(len(addr))
+    for part in (warmup, chunks):
+        if part is None:
+            continue
+        if part is chunks and warmup is not None:
+            sd.reset_counts()
+        for addr, size, kind in part:
+            if not (direct and sd.feed_trace(addr, size, kind, hierarchy.line_bits)):
+                tap.feed(addr, size, kind)
+            if progress is not None:
+                progress(len(addr))
     tap.finish()
     src = dict(source or {})
     if lv_cfg is not None:
