@@ -144,7 +144,8 @@ def format_mrc(report, *, title: str) -> str:
         )
     out += [
         "",
-        "The machine's levels on this curve (fully associative; simulated: the real level):",
+        "The machine's levels on this curve (fully associative) and as simulated (the real "
+        f"levels: misses per lookup into {report.level}):",
     ]
     rows = []
     for m in report.levels:
