@@ -220,9 +220,11 @@ def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray
 
 
 # ------------------------------------------------------------------ driver
-#: Below this many distinct sampled lines a SHARDS curve carries a warning (measured in
-#: ``bench/mrc.py``: see ``docs/mrc.md``, "Sampling: SHARDS").
-MIN_SAMPLED_LINES = 16384
+#: Below this many distinct sampled lines a SHARDS curve carries a warning: the sample's
+#: own line count varies by about 1/sqrt(lines), over 1 %, and on a curve that falls
+#: steadily with capacity (uniform random reuse) that stretch alone moves the miss ratio
+#: by up to about 0.01 (``bench/RESULTS.md``: uniform random streams).
+MIN_SAMPLED_LINES = 10_000
 _IDENTITY = np.arange(256, dtype=np.uint8)
 _MASKS: dict[bytes, np.uint64] = {}
 
@@ -487,7 +489,9 @@ class StackDistances:
                 f"only {lines:,} distinct lines sampled (fewer than {MIN_SAMPLED_LINES:,}): the "
                 f"sample's own line count varies by about 1/sqrt({lines:,}) = "
                 f"{1 / math.sqrt(max(lines, 1)):.1%}, which stretches every estimated distance by "
-                "as much, and the error estimate itself is unreliable; use a higher rate"
+                "as much (where the curve falls steadily with capacity, the miss ratio can be "
+                "off by more than 0.01), and the error estimate, from 4 sub-samples of a "
+                "quarter of these lines each, is unreliable; use a higher rate"
             )
         sample = {
             "mode": "size" if self.sample_size else "rate",

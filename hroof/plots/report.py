@@ -184,10 +184,12 @@ def write_report(
     sc, mrc_note = mrc_curve
     figs = _figures(points, machine, walls, param)
     if sc is not None:  # beside the size axis's walls
+        from hroof.plots.figure import figure
         from hroof.plots.mrc import plot_mrc
 
         at = f"{param}={sc.point.params[param]}"
-        fig = plot_mrc(sc.report, title=f"Miss-ratio curve at {at}: stream into "
+        ax = figure(12.5, 6.2).add_subplot()  # the page's width, as the other figures
+        fig = plot_mrc(sc.report, ax=ax, title=f"Miss-ratio curve at {at}: stream into "
                        f"{sc.report.level}" + (" (SHARDS estimate)" if sc.report.curve.sampled
                                                 else ""))  # fmt: skip
         order = [k for k in figs if k in ("roofline", "ai_vs_size")]
