@@ -496,9 +496,28 @@ def test_cli_json_level_and_sample(capsys):
     assert code == 0 and d["schema"] == "hroof.mrc/1" and d["level"] == "L2"
     lv = next(m for m in d["levels"] if m["name"] == "L2")
     assert lv["simulated_misses"] is not None
+    above = next(m for m in d["levels"] if m["name"] == "L1")
+    assert above["simulated_misses"] is None  # above the curve's level: not comparable
     code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5", "--json")
     d = json.loads(out)
     assert d["sample"]["mode"] == "rate" and 0.49 < d["sample"]["rate"] <= 0.5001
+    assert d["sample"]["seed"] == 0 and d["sample"]["sampled_lines"] > 0
+    assert d["sample"]["warning"].startswith("only ")  # 5000 x 3 x 8 B: under 1,000 lines
+    code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5",
+                           "--sample-seed", "3", "--json")  # fmt: skip
+    assert json.loads(out)["sample"]["seed"] == 3
+
+
+def test_cli_text_says_what_more_capacity_would_give(capsys):
+    from helpers import run_cli
+
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=24", "--machine", "skylake-sp", "-q")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "With 2 MiB more L1 (2080 KiB instead of 32 KiB), the AI of L2" in text
+    assert "FLOP/byte instead of" in text
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=24", "--sample", "0.5", "-q")
+    assert "Warning: only" in out and "distinct lines sampled" in out
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,8 @@ this level (bytes below from the curve, writebacks held at the simulated count).
 --sample R estimates the curve from a spatial sample (SHARDS, Waldspurger et al., FAST
 2015) at rate R; --sample-size N keeps at most N sampled lines. Both print the rate, the
 resolution (1/R lines: the curve is not resolved below) and an error estimate, and warn
-when too few distinct lines were sampled for it; --seed N samples another set of lines."""
+when too few distinct lines were sampled for it; --sample-seed N samples another set
+of lines (not the kernel parameter seed=N, which changes the kernel)."""
 
 _EPILOG = """\
 examples:
@@ -264,7 +265,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     with Progress(passes * total if total else None, enabled=False if args.quiet else None) as bar:
         curve = miss_ratio_curve(
             chunks(), machine, level=target, sets=args.sets, max_ways=args.max_ways,
-            rate=args.sample, sample_size=args.sample_size, seed=args.seed, source=source,
+            rate=args.sample, sample_size=args.sample_size, seed=args.sample_seed, source=source,
             progress=bar,
         )  # fmt: skip
         sim = None
@@ -339,7 +340,7 @@ def register(sub, machine_sub) -> None:
         help="fixed-size SHARDS: keep at most N sampled lines (at least 16)",
     )
     p.add_argument(
-        "--seed",
+        "--sample-seed",
         type=_seed,
         default=0,
         metavar="N",
