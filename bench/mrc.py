@@ -6,13 +6,19 @@
    capacities (4 KiB .. 128 MiB, one 16-way level each, classified) one by one;
    the curve is checked against each of those runs (at a capacity, the curve is
    at least the level's compulsory + capacity misses: it is the simulator's
-   fully-associative shadow). Then SHARDS at R = 0.01 against the exact pass.
-2. Accuracy of SHARDS (R = 0.01, and a fixed size of 8192 lines) on stencil,
-   SpMV and random streams: mean absolute miss-ratio error against the exact
-   curve, on two grids: 64 log-spaced capacities from the sample's resolution
-   (1/R lines) to twice the distinct lines, and 100 evenly spaced capacities
-   from 0 to twice the distinct lines (the SHARDS paper's kind of average);
-   with the error the run itself estimates.
+   fully-associative shadow). Then SHARDS at R = 0.01 against the exact pass,
+   and where SHARDS's time goes: the simulator's input check of the chunks
+   (``scan_chunk``), hashing and filtering every access (``prefilter``), and
+   the rest (the sampled stack passes and the curve). Every timing covers the
+   pass over chunks already in memory; generating the trace is timed apart.
+2. Accuracy of SHARDS (R = 0.1, 0.01, 0.001, and a fixed size of 8192 lines)
+   on stencil, SpMV and random streams, over ``--seeds`` hash seeds: mean
+   absolute miss-ratio error against the exact curve on 100 evenly spaced
+   capacities from 0 to twice the distinct lines (the SHARDS paper's kind of
+   average) and on 64 log-spaced capacities from the sample's resolution (1/R
+   lines) up; the mean, smallest and largest over the seeds, the distinct
+   lines sampled, whether the result warned, and the error the run itself
+   estimates.
 3. A billion accesses (stencil7 n=128 sweeps=64) streamed chunk by chunk
    through the exact pass: time and peak memory (bounded by the distinct
    lines, not the accesses).
@@ -22,7 +28,7 @@ timed); timings are the best of ``--repeats`` runs.
 
 Usage::
 
-    python bench/mrc.py [--repeats 3] [--no-billion]
+    python bench/mrc.py [--repeats 3] [--seeds 5] [--no-billion]
 """
 
 from __future__ import annotations
@@ -77,9 +83,39 @@ def warm() -> None:
     miss_ratio_curve(tiny.chunks(), h)
 
 
+def breakdown(chunks, repeats: int) -> tuple[float, float, float]:
+    """CPU seconds of the passes over every access that SHARDS makes at L1: the fused
+    input check and hash filter it runs (``scan_prefilter``), and, for comparison, the
+    two unfused passes it replaced (the simulator's ``scan_chunk``, then ``prefilter``)."""
+    from hroof.cachesim import _mrc_kernels as MK
+    from hroof.cachesim import _stream_kernels as SK
+    from hroof.cachesim.mrc import sampling_key
+
+    limit = 1 << SK.addr_limit_bits(6)
+    n = max(len(c[0]) for c in chunks)
+    out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.int64),
+           np.empty(n, np.int64))  # fmt: skip
+    flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+    thresh = round(0.01 * MK.SAMPLE_P)
+    mask, key = np.uint64(3), sampling_key(0)
+
+    def fused():
+        for a, s, k in chunks:
+            MK.scan_prefilter(a, s, k, 6, limit, key, thresh, flags, *out)
+
+    def hashing():
+        for a, _, k in chunks:
+            MK.prefilter(a, 6, k, MK.OPS, mask, key, thresh, flags, *out)
+
+    t_fused, _ = best(fused, repeats)
+    t_scan, _ = best(lambda: [SK.scan_chunk(a, s, k, 6, limit) for a, s, k in chunks], repeats)
+    t_hash, _ = best(hashing, repeats)
+    return t_fused, t_scan, t_hash
+
+
 def speed(repeats: int) -> None:
     plan = plan_kernel("stencil7", n=128)
-    chunks = chunks_of(plan)
+    t_gen, chunks = best(lambda: chunks_of(plan), 1)
     m = resolve_machine("skylake-sp")
     t_sim, _ = best(lambda: simulate(m, chunks), repeats)
     t_exact, exact = best(lambda: miss_ratio_curve(chunks), repeats)
@@ -95,21 +131,27 @@ def speed(repeats: int) -> None:
         worst = max(worst, (fa - cls["compulsory"] - cls["capacity"]) / max(fa, 1))
     t_16 = time.process_time() - t0
     t_shards, _ = best(lambda: miss_ratio_curve(chunks, rate=0.01), repeats)
+    t_fused, t_scan, t_hash = breakdown(chunks, repeats)
     print(f"stencil7 n=128: {plan.accesses:,} accesses, {exact.distinct_lines:,} distinct lines")
-    print("| pass | CPU s | vs one classified 3-level simulation |")
+    print("| pass (over the chunks in memory) | CPU s | vs one classified 3-level simulation |")
     print("|---|---:|---:|")
-    print(f"| one classified simulation, skylake-sp (3 levels) | {t_sim:.3f} | 1.00x |")
-    print(
-        f"| exact fully-associative curve, every capacity | {t_exact:.3f} | {t_exact / t_sim:.2f}x |"
-    )
-    print(
-        f"| exact curve + set-associative curve (L1: 64 sets, 1..32 ways) | {t_sa:.3f} | "
-        f"{t_sa / t_sim:.2f}x |"
-    )
-    print(f"| 16 capacities simulated one by one (classified) | {t_16:.3f} | {t_16 / t_sim:.2f}x |")
-    print(
-        f"| SHARDS R = 0.01 (with 4 sub-samples for the error) | {t_shards:.3f} | {t_shards / t_sim:.2f}x |"
-    )
+    rows = [
+        ("generating the trace (not in any other row)", t_gen),
+        ("one classified simulation, skylake-sp (3 levels)", t_sim),
+        ("exact fully-associative curve, every capacity", t_exact),
+        ("exact curve + set-associative curve (L1: 64 sets, 1..32 ways)", t_sa),
+        ("16 capacities simulated one by one (one 16-way level each, classified)", t_16),
+        ("SHARDS R = 0.01 (with 4 sub-samples for the error estimate)", t_shards),
+        ("  of which: input check + hash filter, fused (`scan_prefilter`)", t_fused),
+        (
+            "  of which: the rest (sampled stack passes, curve, Python per chunk)",
+            t_shards - t_fused,
+        ),
+        ("  unfused, for comparison: the simulator's input check (`scan_chunk`)", t_scan),
+        ("  unfused, for comparison: hash filter (`prefilter`, used below L1)", t_hash),
+    ]
+    for label, t in rows:
+        print(f"| {label} | {t:.3f} | {t / t_sim:.2f}x |")
     print(
         f"exact / 16 simulations: {t_16 / t_exact:.1f}x faster; SHARDS R=0.01: "
         f"{t_exact / t_shards:.1f}x faster than exact; curve - (compulsory + capacity) "
@@ -121,37 +163,64 @@ def mae(exact, est, caps) -> float:
     return float(np.mean(np.abs(np.asarray(est.miss_ratio(caps)) - exact.miss_ratio(caps))))
 
 
-def accuracy(repeats: int) -> None:
-    streams = {
-        "stencil7 n=128": chunks_of(plan_kernel("stencil7", n=128)),
-        "spmv poisson3d n=64": chunks_of(plan_kernel("spmv", matrix="poisson3d", n=64)),
-        "spmv random rows=262144": chunks_of(
-            plan_kernel("spmv", matrix="random", rows=262144, nnz_per_row=8)
-        ),
-        "random (uniform, 1 Mi lines)": random_stream(),
-        "random (uniform, 4 Mi lines)": random_stream(n=32 * 2**20, lines=4 * 2**20),
-        "random (skewed u^3, 1 Mi lines)": random_stream(power=3),
-    }
+STREAMS = {
+    "stencil7 n=128": lambda: chunks_of(plan_kernel("stencil7", n=128)),
+    "spmv poisson3d n=64": lambda: chunks_of(plan_kernel("spmv", matrix="poisson3d", n=64)),
+    "spmv random rows=262144": lambda: chunks_of(
+        plan_kernel("spmv", matrix="random", rows=262144, nnz_per_row=8)
+    ),
+    "random (uniform, 1 Mi lines)": random_stream,
+    "random (uniform, 4 Mi lines)": lambda: random_stream(n=32 * 2**20, lines=4 * 2**20),
+    "random (skewed u^3, 1 Mi lines)": lambda: random_stream(power=3),
+}
+
+
+def accuracy(seeds: int, only: str | None = None) -> None:
     print(
-        "| stream | accesses | sampling | CPU s | exact / sampled | MAE (log grid) | MAE (even grid) | estimated |"
+        "| stream | accesses | sampling | sampled lines | CPU s | exact / sampled | "
+        "MAE even grid: mean [min, max] | MAE log grid: mean [min, max] | estimated (mean) | "
+        "warned |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
-    for name, chunks in streams.items():
+    print("|---|---:|---|---:|---:|---:|---|---|---:|---|")
+    for name, make in STREAMS.items():
+        if only and only not in name:
+            continue
+        chunks = make()
         n = sum(len(c[0]) for c in chunks)
         t_exact, exact = best(lambda chunks=chunks: miss_ratio_curve(chunks), 1)
         top = 2 * exact.distinct_lines
         even = np.linspace(0, top, 100).astype(np.int64)
-        for label, kw in (("R = 0.01", {"rate": 0.01}), ("8192 lines", {"sample_size": 8192})):
-            t, est = best(lambda chunks=chunks, kw=kw: miss_ratio_curve(chunks, **kw), repeats)
-            res = est.sample["resolution_lines"]
-            logg = np.unique(np.geomspace(res, max(top, res + 1), 64).astype(np.int64))
-            if label != "R = 0.01":
-                label += f" (R = {est.sample['rate']:.2g})"
+        cases = [("R = 0.1", {"rate": 0.1}), ("R = 0.01", {"rate": 0.01}),
+                 ("R = 0.001", {"rate": 0.001}), ("8192 lines", {"sample_size": 8192})]  # fmt: skip
+        for label, kw in cases:
+            ev, lg, ts, est_err, lines, warned, rates = [], [], [], [], [], 0, []
+            for seed in range(seeds):
+                t, est = best(
+                    lambda chunks=chunks, kw=kw, seed=seed: miss_ratio_curve(
+                        chunks, **kw, seed=seed
+                    ),
+                    1,
+                )
+                res = est.sample["resolution_lines"]
+                logg = np.unique(np.geomspace(res, max(top, res + 1), 64).astype(np.int64))
+                ev.append(mae(exact, est, even))
+                lg.append(mae(exact, est, logg))
+                ts.append(t)
+                est_err.append(est.sample["error_estimate"])
+                lines.append(est.sample["sampled_lines"])
+                warned += est.sample["warning"] is not None
+                rates.append(est.sample["rate"])
+            if "rate" not in kw:
+                label += f" (R = {np.mean(rates):.2g})"
+            t = float(np.median(ts))
             print(
-                f"| {name} | {n:,} | {label} | {t:.3f} | {t_exact / t:.1f}x | "
-                f"{mae(exact, est, logg):.4f} | {mae(exact, est, even):.4f} | "
-                f"{est.sample['error_estimate']:.4f} |"
+                f"| {name} | {n:,} | {label} | {np.mean(lines):,.0f} | {t:.3f} | "
+                f"{t_exact / t:.1f}x | {np.mean(ev):.4f} [{min(ev):.4f}, {max(ev):.4f}] | "
+                f"{np.mean(lg):.4f} [{min(lg):.4f}, {max(lg):.4f}] | {np.mean(est_err):.4f} | "
+                f"{warned}/{seeds} |",
+                flush=True,
             )
+        del chunks
 
 
 def peak_rss_mib() -> float:
@@ -168,28 +237,48 @@ def peak_rss_mib() -> float:
 
 
 def billion() -> None:
+    """The exact pass and SHARDS (R = 0.01) over a billion accesses, each with the trace
+    generated chunk by chunk (so both timings include generating it), and the generation
+    alone; peak memory after each (VmHWM: the process's peak so far)."""
     miss_ratio_curve(plan_kernel("stencil7", n=8).chunks())  # compile or load, not timed
+    miss_ratio_curve(plan_kernel("stencil7", n=8).chunks(), rate=0.5)
     plan = plan_kernel("stencil7", n=128, sweeps=64)
     before = peak_rss_mib()
-    t0 = time.perf_counter()
     c0 = time.process_time()
-    c = miss_ratio_curve(plan.chunks(CHUNK))
-    t = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    after = peak_rss_mib()
-    assert c.lookups == plan.accesses
+    for _ in plan.chunks(CHUNK):
+        pass
+    gen = time.process_time() - c0
+    rss_gen = peak_rss_mib()
+    runs = []
+    for label, kw in (("exact", {}), ("SHARDS R = 0.01", {"rate": 0.01})):
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        c = miss_ratio_curve(plan.chunks(CHUNK), **kw)
+        runs.append((label, time.perf_counter() - t0, time.process_time() - c0, c,
+                     peak_rss_mib()))  # fmt: skip
+        assert c.lookups == plan.accesses
     print(
-        f"stencil7 n=128 sweeps=64: {plan.accesses:,} accesses, {c.distinct_lines:,} distinct "
-        f"lines, exact curve in {t:.1f} s wall, {cpu:.1f} s CPU "
-        f"({plan.accesses / cpu / 1e6:.0f} M accesses per CPU second); "
-        f"pass state {c.state_bytes / 2**20:.1f} MiB; peak RSS {after:.0f} MiB "
-        f"(it was {before:.0f} MiB before the pass)"
+        f"stencil7 n=128 sweeps=64: {plan.accesses:,} accesses, {runs[0][3].distinct_lines:,} "
+        f"distinct lines; peak RSS {before:.0f} MiB before; generating the trace alone "
+        f"{gen:.1f} s CPU (peak RSS {rss_gen:.0f} MiB)"
     )
+    for label, wall, cpu, c, rss in runs:
+        print(
+            f"  {label}: {wall:.1f} s wall, {cpu:.1f} s CPU with the generation, "
+            f"{cpu - gen:.1f} s without ({plan.accesses / cpu / 1e6:.0f} M accesses per CPU "
+            f"second); pass state {c.state_bytes / 2**20:.1f} MiB; peak RSS {rss:.0f} MiB"
+        )
+    exact, shards = runs[0][2] - gen, runs[1][2] - gen
+    print(f"  SHARDS / exact, the generation left out: {exact / max(shards, 1e-9):.1f}x faster")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=5, help="hash seeds per sampled case")
+    ap.add_argument("--only", help="accuracy: only the streams whose name holds this")
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--no-accuracy", action="store_true")
     ap.add_argument("--no-billion", action="store_true")
     ap.add_argument("--billion-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -197,9 +286,11 @@ def main() -> None:
         billion()
         return
     warm()
-    speed(args.repeats)
-    print()
-    accuracy(args.repeats)
+    if not args.no_speed:
+        speed(args.repeats)
+        print()
+    if not args.no_accuracy:
+        accuracy(args.seeds, args.only)
     if not args.no_billion:
         print(flush=True)
         # A fresh process, so that its peak memory is the pass's alone.

@@ -108,3 +108,31 @@ def naive_sa_misses(lines, ops, sets, max_ways):
             s[line] = None
         out.append(misses)
     return out
+
+
+_M64 = 2**64 - 1
+
+
+def naive_mix(x: int) -> int:
+    """splitmix64's finaliser on Python integers (the SHARDS hash of ``_mrc_kernels``)."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def naive_prefilter(src, shift, kinds, opmap, key, thresh):
+    """``(lines, ops, hashes, subs, lookups)`` of the events whose line hashes below
+    ``thresh``: a line's hash is the top 24 bits of ``naive_mix(line ^ key)``, its
+    sub-sample the low 2 bits; ``lookups`` counts every event mapped to a lookup."""
+    out = ([], [], [], [])
+    lookups = 0
+    for a, k in zip(src, kinds, strict=True):
+        line = int(a) >> shift
+        op = int(opmap[int(k)])
+        lookups += op == OP_LOOKUP
+        z = naive_mix((line ^ key) & _M64)
+        if z >> 40 < thresh:
+            for lst, v in zip(out, (line, op, z >> 40, z & 3), strict=True):
+                lst.append(v)
+    return (*out, lookups)

@@ -335,12 +335,12 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     assert "Cache-aware reading" in flat and "cannot say which level binds" in flat
     assert "n=192: Bound" in out and "What to optimise next:" in out
     page = (out_dir / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     for caption in ("The same runs in the hierarchical and the cache-aware roofline",
                     "Locality walls", "What to optimise next", "predicted: breaks after",
-                    "steady state"):  # fmt: skip
+                    "steady state", "The miss ratio of the stream into L1 at n=64"):  # fmt: skip
         assert caption in page
-    for name in ("roofline", "ai_vs_size", "traffic"):
+    for name in ("roofline", "ai_vs_size", "mrc", "traffic"):
         assert (out_dir / f"{name}.png").stat().st_size > 10_000
         assert (out_dir / f"{name}.svg").is_file()
     assert not list(out_dir.glob(".*partial*"))

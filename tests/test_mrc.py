@@ -8,11 +8,12 @@ import pytest
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive_mrc import naive_fa, naive_fa_misses, naive_sa_misses
+from naive_mrc import naive_fa, naive_fa_misses, naive_prefilter, naive_sa_misses
 from numpy.testing import assert_array_equal
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import _mrc_state as MS
 from hroof.cachesim import hierarchy, resolve_machine, simulate
 from hroof.cachesim import mrc as M
 from hroof.traces import plan_kernel
@@ -104,8 +105,8 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
     rng = np.random.default_rng(200 + seed)
     lines, ops = _random_events(rng, 3000, 60)
     whole = _curve(lines, ops)
-    monkeypatch.setattr(M._FAState, "MIN_TREE", 128)
-    monkeypatch.setattr(M._FAState, "BLOCK", 7)
+    monkeypatch.setattr(MS.FAState, "MIN_TREE", 128)
+    monkeypatch.setattr(MS.FAState, "BLOCK", 7)
     cut = _curve(lines, ops, batch=13)
     caps = np.arange(0, 70)
     assert_array_equal(cut.misses(caps), whole.misses(caps))
@@ -223,6 +224,29 @@ def test_nt_stores_at_lower_levels():
     assert c.misses(64) == r.levels[1].misses
 
 
+def test_warmup_is_run_but_not_counted():
+    """With a warm-up the stacks start warm: at a fully-associative level's capacity the
+    curve of the counted part equals the simulator's misses with the same warm-up, and the
+    set-associative curve its set-associative level's."""
+    plan = plan_kernel("stencil7", n=10, warmup=1)
+    fa = hierarchy({"name": "FA", "size": 32768, "ways": 512})  # holds the 16 KB grids
+    sa = hierarchy({"name": "SA", "size": 4096, "ways": 4})
+
+    def run(h):
+        return simulate(h, plan.chunks(start=plan.warmup), warmup=plan.chunks(stop=plan.warmup))
+
+    c = M.miss_ratio_curve(plan.chunks(start=plan.warmup), sa, warmup=plan.chunks(stop=plan.warmup))
+    cold = M.miss_ratio_curve(plan.chunks(start=plan.warmup), sa)
+    r_fa, r_sa = run(fa), run(sa)
+    assert c.lookups == r_fa.levels[0].lookups == cold.lookups
+    assert c.misses(512) == r_fa.levels[0].misses < cold.misses(512)
+    assert c.sa_misses[3] == r_sa.levels[0].misses
+    est = M.miss_ratio_curve(
+        plan.chunks(start=plan.warmup), rate=1.0, warmup=plan.chunks(stop=plan.warmup)
+    )
+    assert est.lookups == c.lookups and est.misses(512) == pytest.approx(c.misses(512))
+
+
 # ----------------------------------------------------------------- sampling
 def test_rate_one_is_exact():
     trace = _random_trace(7)
@@ -249,6 +273,114 @@ def test_sampling_estimates_a_random_curve():
         assert est.sample["rate"] <= kw.get("rate", 1.0) * 1.001
     fixed = M.miss_ratio_curve(trace, sample_size=1000)
     assert fixed.sample["dropped_lines"] > 0 and fixed.sample["rate"] < 0.2
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 4095, 4096, 4097, 9000])
+@pytest.mark.parametrize("seed", [0, 1, 12345])
+def test_prefilter_matches_its_naive_twin(n, seed):
+    """The two-loop hashing filter keeps exactly what a plain loop keeps, in order, at
+    block boundaries too (blocks of ``PREFILTER_BLOCK`` events, flags in groups of 8)."""
+    rng = np.random.default_rng(n + seed)
+    src = rng.integers(0, 2**40, n)
+    kinds = rng.choice(np.array([0, 1, 2, 6, 7, 8], np.uint8), n)
+    key = M.sampling_key(seed)
+    for thresh in (1, 1 << 18, 1 << 23, MK.SAMPLE_P):
+        flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        mask = M._lookup_mask(MK.OPS)
+        k, lk = MK.prefilter(src, 6, kinds, MK.OPS, mask, key, thresh, flags, *out)
+        *want, want_lk = naive_prefilter(src, 6, kinds, MK.OPS, key, thresh)
+        assert lk == want_lk and k == len(want[0])
+        for got, exp in zip(out, want, strict=True):
+            assert_array_equal(got[:k], np.array(exp, dtype=got.dtype))
+        if thresh == MK.SAMPLE_P:
+            assert k == n
+    h, sub = np.empty(n, np.int64), np.empty(n, np.int64)
+    MK.sample_hash(src, key, h, sub)
+    *want, _ = naive_prefilter(src, 0, np.zeros(n, np.uint8), MK.OPS, key, MK.SAMPLE_P)
+    assert_array_equal(h, np.array(want[2], np.int64))
+    assert_array_equal(sub, np.array(want[3], np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 5, 4096, 9000])
+def test_scan_prefilter_matches_the_check_and_the_filter(n):
+    """The fused L1 kernel keeps what ``prefilter`` keeps and rejects exactly what the
+    simulator's ``scan_chunk`` would reject or split."""
+    from hroof.cachesim import _stream_kernels as SK
+
+    rng = np.random.default_rng(n)
+    addr = rng.integers(0, 2**30, n) * 8
+    size = rng.choice(np.array([4, 8], np.int64), n)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n)
+    flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+    limit = 1 << SK.addr_limit_bits(6)
+    key = M.sampling_key(5)
+    for thresh in (1 << 20, MK.SAMPLE_P):
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        k, lk, rej = MK.scan_prefilter(addr, size, kind, 6, limit, key, thresh, flags, *out)
+        *want, want_lk = naive_prefilter(addr, 6, kind, MK.OPS, key, thresh)
+        assert rej == 0 and lk == want_lk and k == len(want[0])
+        for got, exp in zip(out, want, strict=True):
+            assert_array_equal(got[:k], np.array(exp, dtype=got.dtype))
+    if n < 3:
+        return
+    for i, (a, sz, kd) in enumerate([(-64, 8, 0), (60, 8, 0), (0, 0, 1), (0, 8, 3), (limit, 8, 0)]):
+        bad_a, bad_s, bad_k = addr.copy(), size.copy(), kind.copy()
+        j = (7 * i) % n
+        bad_a[j], bad_s[j], bad_k[j] = a, sz, kd
+        out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+        _, _, rej = MK.scan_prefilter(bad_a, bad_s, bad_k, 6, limit, key, 1 << 20, flags, *out)
+        scan = SK.scan_chunk(bad_a, bad_s, bad_k, 6, limit)
+        assert rej == 1 and sum(scan[:4]) >= 1, (a, sz, kd)  # rejected or split there too
+
+
+def test_direct_sampling_equals_the_simulator_path():
+    """Chunks of the plain kind are sampled in one fused pass; other dtypes, straddling
+    accesses and bad input go the simulator's way: same curve, same errors."""
+    rng = np.random.default_rng(13)
+    n = 20_000
+    addr = rng.integers(0, 50_000, n) * 8
+    size = np.full(n, 8, np.int64)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n, p=[0.6, 0.3, 0.1])
+    straddle = addr.copy()
+    straddle[::50] = straddle[::50] // 64 * 64 + 60  # 8 bytes from 4 before a line's end
+    plain = [(addr, size, kind), (straddle, size, kind)]
+    other = [tuple(a.astype(np.int32) for a in ch) for ch in plain]
+    for kw in ({"rate": 0.2, "seed": 3}, {"sample_size": 300}):
+        a = M.miss_ratio_curve(plain, **kw)
+        b = M.miss_ratio_curve(other, **kw)
+        assert_array_equal(a.tail, b.tail)
+        assert a.sample == b.sample and a.lookups == b.lookups
+        assert a.lookups == 2 * np.count_nonzero(kind < 2) + np.count_nonzero(kind[::50] < 2)
+    sd = M.StackDistances(64, rate=0.2)
+    assert sd.feed_trace(addr, size, kind, 6) and not sd.feed_trace(straddle, size, kind, 6)
+    assert not sd.feed_trace(*other[0], 6)
+    bad = [(addr - 10**6, size, kind)]
+    with pytest.raises(HroofError, match="addresses are negative"):
+        M.miss_ratio_curve(bad, rate=0.2)
+
+
+def test_seeds_sample_different_lines_and_are_reported():
+    trace = _random_trace(11)
+    a = M.miss_ratio_curve(trace, rate=0.3, seed=0)
+    b = M.miss_ratio_curve(trace, rate=0.3, seed=1)
+    again = M.miss_ratio_curve(trace, rate=0.3, seed=1)
+    assert a.sample["seed"] == 0 and b.sample["seed"] == 1
+    assert a.sample["sampled_lookups"] != b.sample["sampled_lookups"]
+    assert_array_equal(b.tail, again.tail)
+    assert 0 < b.sample["sampled_lines"] < b.distinct_lines * 2
+    assert b.sample["warning"].startswith(f"only {b.sample['sampled_lines']:,} distinct lines")
+    assert M.miss_ratio_curve(trace).sample is None
+    with pytest.raises(HroofError, match="seed"):
+        M.StackDistances(64, rate=0.1, seed=-1)
+
+
+def test_no_warning_when_enough_lines_are_sampled():
+    lines = np.arange(4 * M.MIN_SAMPLED_LINES, dtype=np.int64)
+    sd = M.StackDistances(64, rate=0.5)
+    sd.feed(np.concatenate([lines, lines]), np.zeros(2 * lines.shape[0], np.uint8))
+    c = sd.finish()
+    assert c.sample["sampled_lines"] > M.MIN_SAMPLED_LINES and c.sample["warning"] is None
 
 
 def test_fixed_size_keeps_its_bound():
@@ -364,9 +496,28 @@ def test_cli_json_level_and_sample(capsys):
     assert code == 0 and d["schema"] == "hroof.mrc/1" and d["level"] == "L2"
     lv = next(m for m in d["levels"] if m["name"] == "L2")
     assert lv["simulated_misses"] is not None
+    above = next(m for m in d["levels"] if m["name"] == "L1")
+    assert above["simulated_misses"] is None  # above the curve's level: not comparable
     code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5", "--json")
     d = json.loads(out)
     assert d["sample"]["mode"] == "rate" and 0.49 < d["sample"]["rate"] <= 0.5001
+    assert d["sample"]["seed"] == 0 and d["sample"]["sampled_lines"] > 0
+    assert d["sample"]["warning"].startswith("only ")  # 5000 x 3 x 8 B: under 1,000 lines
+    code, out, _ = run_cli(capsys, "mrc", "triad", "n=5000", "--sample", "0.5",
+                           "--sample-seed", "3", "--json")  # fmt: skip
+    assert json.loads(out)["sample"]["seed"] == 3
+
+
+def test_cli_text_says_what_more_capacity_would_give(capsys):
+    from helpers import run_cli
+
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=24", "--machine", "skylake-sp", "-q")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "With 2 MiB more L1 (2080 KiB instead of 32 KiB), the AI of L2" in text
+    assert "FLOP/byte instead of" in text
+    code, out, _ = run_cli(capsys, "mrc", "stencil7", "n=24", "--sample", "0.5", "-q")
+    assert "Warning: only" in out and "distinct lines sampled" in out
 
 
 @pytest.mark.parametrize(

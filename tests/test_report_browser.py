@@ -73,7 +73,7 @@ def test_demo_report_in_headless_chromium(capsys, tmp_path, monkeypatch):
     console = [ln for ln in p.stderr.splitlines() if "CONSOLE" in ln and "rror" in ln]
     assert console == []
     names = [img.split(":")[0] for img in result["images"]]
-    assert names == ["roofline", "ai_vs_size", "traffic"]
+    assert names == ["roofline", "ai_vs_size", "mrc", "traffic"]
     for img in result["images"]:
         _, complete, size = img.split(":")
         w, h = (int(v) for v in size.split("x"))

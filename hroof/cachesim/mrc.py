@@ -43,7 +43,7 @@ free slot) ``C`` missed and took the free slot, as in the 3-line cache; in
 caches of 4 lines it hit. The distance counts holes: 3.
 
 Times grow without bound, so when the bitmap is full the live times are
-renumbered ``0..live-1`` (``_FAState._compact``): memory stays
+renumbered ``0..live-1`` (``_mrc_state.FAState._compact``): memory stays
 O(distinct lines) for any stream length, as the simulator's does.
 
 The set-associative pass (``_mrc_kernels.sa_pass``) keeps, per set, the top
@@ -81,150 +81,19 @@ from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim._kernels import EV_BITS, EV_MASK
 from hroof.cachesim._mrc_kernels import (
-    M_COLD,
     M_DROPPED,
-    M_HBITS,
-    M_LIVE,
     M_LOOKUPS,
-    M_NHOLES,
     M_NKEYS,
-    M_NOW,
-    M_RELOAD,
     M_THRESH,
     M_WRITES,
-    NMETA,
     SAMPLE_P,
     SUBSAMPLES,
 )
+from hroof.cachesim._mrc_state import FAState
+from hroof.cachesim._stream_kernels import addr_limit_bits
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
 SCHEMA = "hroof.mrc/1"
-
-
-# ------------------------------------------------------------------ state
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(1, int(n - 1).bit_length())
-
-
-def _times(cap: int, live: int):
-    """The entry bitmap of ``cap`` times (``cap`` a multiple of 64) with times
-    ``0..live-1`` set, and the Fenwick tree (int32) of its 64-time blocks' counts."""
-    bits = np.zeros(cap, dtype=np.uint8)
-    bits[:live] = 1
-    words = np.packbits(bits, bitorder="little").view(np.uint64).copy()
-    counts = np.minimum(np.maximum(live - 64 * np.arange(cap // 64), 0), 64)
-    i = np.arange(cap // 64 + 1, dtype=np.int64)
-    low = i & -i
-    csum = np.concatenate(([0], np.cumsum(counts)))
-    btree = csum[i] - csum[i - low]
-    btree[0] = 0
-    return words, btree.astype(np.int32)
-
-
-class _FAState:
-    """One fully-associative stack (exact, or one SHARDS sampler)."""
-
-    BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
-    MIN_TREE = 1 << 16  # least times in the tree after a compaction
-
-    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0):
-        self.scale = float(scale)
-        self.table = np.full(2 << 10, -1, dtype=np.int64)
-        self.words, self.btree = _times(1 << 12, 0)
-        self.heap = np.zeros(1 << 10, dtype=np.int64)
-        self.hist = np.zeros(1 << 10, dtype=np.int64)
-        self.meta = np.zeros(NMETA, dtype=np.int64)
-        self.meta[M_HBITS] = 10
-        self.meta[M_THRESH] = thresh
-        self.size_cap = int(size_cap)
-        self.pairs_h = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
-        self.pairs_l = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
-        self.fhist = np.zeros(1 << 10 if size_cap else 1)
-        self.fmeta = np.zeros(3)  # fixed size: weighted lookups, cold, reloads
-
-    @property
-    def state_bytes(self) -> int:
-        arrays = (self.table, self.words, self.btree, self.heap, self.hist, self.fhist,
-                  self.pairs_h, self.pairs_l)  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
-
-    def _grow_table(self, need: int) -> None:
-        cap = self.table.shape[0] >> 1
-        if 2 * need <= cap:
-            return
-        new = _pow2_at_least(2 * need)
-        keys, vals = self.table[0::2], self.table[1::2]
-        used = keys >= 0
-        self.table = np.full(2 * new, -1, dtype=np.int64)
-        self.meta[M_HBITS] = new.bit_length() - 1
-        MK.rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
-
-    def _compact(self, need: int) -> None:
-        """Renumber the live times 0..live-1 (order kept) and size the tree for ``need`` more."""
-        meta = self.meta
-        now = int(meta[M_NOW])
-        live = int(meta[M_LIVE])
-        nholes = int(meta[M_NHOLES])
-        alive = np.unpackbits(self.words.view(np.uint8), bitorder="little")[:now]
-        assert int(alive.sum()) == live, "stack entries and tree disagree"
-        rank = np.cumsum(alive, dtype=np.int64) - alive
-        vals = self.table[1::2]
-        present = vals >= 0
-        vals[present] = rank[vals[present]]
-        self.heap[:nholes] = rank[self.heap[:nholes]]
-        if self.size_cap:
-            # Drop the keys of lines sampled out by the lowered threshold.
-            keys = self.table[0::2]
-            used = keys >= 0
-            hashes = np.empty(int(used.sum()), dtype=np.int64)
-            subs = np.empty_like(hashes)
-            MK.sample_hash(keys[used], hashes, subs)
-            keep = hashes < meta[M_THRESH]
-            k, v = keys[used][keep], vals[used][keep]
-            self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
-            MK.rehash(k, v, self.table, int(meta[M_HBITS]))
-            meta[M_NKEYS] = int(keep.sum())
-        meta[M_NOW] = live
-        cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
-        self.words, self.btree = _times(cap, live)
-
-    def feed(self, lines: np.ndarray, ops: np.ndarray, hashes: np.ndarray) -> None:
-        for lo in range(0, lines.shape[0], self.BLOCK):
-            hi = lo + self.BLOCK
-            self._feed_block(lines[lo:hi], ops[lo:hi], hashes[lo:hi])
-
-    def _feed_block(self, lines, ops, hashes) -> None:
-        while lines.shape[0]:
-            n = lines.shape[0]
-            meta = self.meta
-            self._grow_table(int(meta[M_NKEYS]) + n)
-            if meta[M_NOW] + n >= 64 * self.words.shape[0]:
-                self._compact(n)
-            if self.heap.shape[0] < meta[M_NHOLES] + n:
-                heap = np.zeros(_pow2_at_least(int(meta[M_NHOLES]) + n), dtype=np.int64)
-                heap[: self.heap.shape[0]] = self.heap
-                self.heap = heap
-            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else 1.0
-            need = 2 * int((meta[M_LIVE] + 1) * scale) + 2  # the pass stops when it is short
-            name = "fhist" if self.size_cap else "hist"
-            old = getattr(self, name)
-            if old.shape[0] < need:
-                grown = np.zeros(_pow2_at_least(need), dtype=old.dtype)
-                grown[: old.shape[0]] = old
-                setattr(self, name, grown)
-            done = MK.fa_pass(
-                lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
-                self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
-            )  # fmt: skip
-            lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
-
-    def counts(self):
-        """``(hist, lookups, cold, reload)``: exact integers, or (fixed size) weighted floats."""
-        meta = self.meta
-        if not self.size_cap:
-            return self.hist, int(meta[M_LOOKUPS]), int(meta[M_COLD]), int(meta[M_RELOAD])
-        lk, cold, rel = (float(x) for x in self.fmeta)
-        return self.fhist, lk, cold, rel
 
 
 # ------------------------------------------------------------------ result
@@ -351,7 +220,34 @@ def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray
 
 
 # ------------------------------------------------------------------ driver
+#: Below this many distinct sampled lines a SHARDS curve carries a warning: the sample's
+#: own line count varies by about 1/sqrt(lines), over 1 %, and on a curve that falls
+#: steadily with capacity (uniform random reuse) that stretch alone moves the miss ratio
+#: by up to about 0.01 (``bench/RESULTS.md``: uniform random streams).
+MIN_SAMPLED_LINES = 10_000
 _IDENTITY = np.arange(256, dtype=np.uint8)
+_MASKS: dict[bytes, np.uint64] = {}
+
+
+def _lookup_mask(opmap: np.ndarray) -> np.uint64:
+    """Bit ``k`` set when ``opmap[k]`` is a counted lookup (kinds below 64)."""
+    key = opmap[:64].tobytes()
+    if key not in _MASKS:
+        bits = sum(1 << k for k, op in enumerate(opmap[:64]) if op == MK.OP_LOOKUP)
+        _MASKS[key] = np.uint64(bits)
+    return _MASKS[key]
+
+
+def sampling_key(seed: int) -> int:
+    """The key XORed into every line before the SHARDS hash: 0 for seed 0, else a
+    splitmix64 mix of the seed (a non-negative int64), so that each seed samples an
+    independent-looking set of lines."""
+    if seed == 0:
+        return 0
+    z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return (z ^ (z >> 31)) >> 1
 
 
 class StackDistances:
@@ -370,6 +266,8 @@ class StackDistances:
     sample_size : int, optional
         Fixed-size SHARDS: hold at most this many distinct sampled lines
         (starting at ``rate`` or 1).
+    seed : int
+        Key of the sampling hash, ``0 <= seed < 2**32`` (:func:`sampling_key`).
 
     Notes
     -----
@@ -379,7 +277,8 @@ class StackDistances:
     """
 
     def __init__(self, line: int = 64, *, sets: int | None = None, max_ways: int = 32,
-                 rate: float | None = None, sample_size: int | None = None):  # fmt: skip
+                 rate: float | None = None, sample_size: int | None = None,
+                 seed: int = 0):  # fmt: skip
         if isinstance(line, bool) or not isinstance(line, int) or line < 1 or line & (line - 1):
             raise HroofError(f"line must be a power of two number of bytes, got {line!r}")
         if sets is not None and (isinstance(sets, bool) or not isinstance(sets, int) or sets < 1):
@@ -394,8 +293,12 @@ class StackDistances:
             raise HroofError(
                 f"the sample size must be a whole number >= 16 lines, got {sample_size!r}"
             )
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise HroofError(f"the sampling seed must be a whole number below 2**32, got {seed!r}")
         if sample_size is not None and rate is None:
             rate = 1.0
+        self.seed = seed
+        self.key = sampling_key(seed)
         self.line = line
         self.sets = sets
         self.max_ways = max_ways
@@ -404,17 +307,19 @@ class StackDistances:
         self.thresh = SAMPLE_P if rate is None else max(1, round(rate * SAMPLE_P))
         self.lookups = 0
         if rate is None:
-            self.fa = _FAState()
+            self.fa = FAState()
             self.subs = []
         else:
             scale = SAMPLE_P / self.thresh
             cap = sample_size or 0
-            self.fa = _FAState(scale, self.thresh, cap)
+            self.fa = FAState(scale, self.thresh, cap, self.key)
             sub_cap = max(16, cap // SUBSAMPLES) if cap else 0
             self.subs = [
-                _FAState(scale * SUBSAMPLES, self.thresh, sub_cap) for _ in range(SUBSAMPLES)
+                FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
+                for _ in range(SUBSAMPLES)
             ]
         self._buf = None
+        self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.sa_stk = self.sa_hist = None
         if sets is not None:
             if sets * max_ways > 1 << 31:
@@ -426,6 +331,8 @@ class StackDistances:
         """Add a batch: ``lines`` (int64 line addresses, >= 0) and ``ops`` (``OP_*``)."""
         lines = np.ascontiguousarray(lines, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.uint8)
+        if ops.shape[0] and int(ops.max()) > MK.OP_INVAL_SEEN:
+            raise HroofError(f"operations must be 0..{MK.OP_INVAL_SEEN}, got {int(ops.max())}")
         self.feed_events(lines, 0, ops, _IDENTITY)
 
     def feed_events(self, src, shift: int, kinds, opmap) -> None:
@@ -441,13 +348,51 @@ class StackDistances:
         n = src.shape[0]
         states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
         thresh = max(int(s.meta[M_THRESH]) for s, _ in states)
+        self._reserve(n)
+        sl, so, sh, ss = self._buf
+        k, nlookups = MK.prefilter(
+            src, shift, kinds, opmap, _lookup_mask(opmap), self.key, thresh, self._flags,
+            sl, so, sh, ss,
+        )  # fmt: skip
+        self._distribute(k, nlookups, thresh)
+
+    def feed_trace(self, addr, size, kind, line_bits: int) -> bool:
+        """Sample a raw trace chunk (the stream into the first level) in one pass that also
+        checks it as the simulator does; return False, having fed nothing, when the chunk
+        is not of the plain kind (dtypes int64, int64, uint8, one-dimensional), holds an
+        access the simulator would reject or split across lines, or when this pass is exact
+        or set-associative: the caller then sends it the simulator's way."""
+        if self.rate is None or self.sa_stk is not None:
+            return False
+        arrays = (addr, size, kind)
+        if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays):
+            return False
+        if (addr.dtype, size.dtype, kind.dtype) != (np.int64, np.int64, np.uint8):
+            return False
+        n = addr.shape[0]
+        if size.shape[0] != n or kind.shape[0] != n:
+            return False
+        thresh = max(int(st.meta[M_THRESH]) for st in (self.fa, *self.subs))
+        self._reserve(n)
+        limit = 1 << addr_limit_bits(line_bits)
+        k, nlookups, rejected = MK.scan_prefilter(
+            addr, size, kind, line_bits, limit, self.key, thresh, self._flags, *self._buf
+        )
+        if rejected:
+            return False
+        self._distribute(k, nlookups, thresh)
+        return True
+
+    def _reserve(self, n: int) -> None:
         if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
             self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
-        sl, so, sh, ss = self._buf
-        k, nlookups = MK.prefilter(src, shift, kinds, opmap, thresh, sl, so, sh, ss)
+
+    def _distribute(self, k: int, nlookups: int, thresh: int) -> None:
+        """Feed the ``k`` sampled events in the buffers to the sample and its sub-samples."""
         self.lookups += int(nlookups)
-        sl, so, sh, ss = sl[:k], so[:k], sh[:k], ss[:k]
+        sl, so, sh, ss = (b[:k] for b in self._buf)
+        states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
         out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
         for state, want in states:
             t = int(state.meta[M_THRESH])
@@ -458,7 +403,16 @@ class StackDistances:
             if m:
                 state.feed(out_l[:m], out_o[:m], out_h[:m])
 
-    def _estimate(self, state: _FAState, fraction: float, caps=None):
+    def reset_counts(self) -> None:
+        """Start counting afresh with the stacks as they are: what was fed so far is a
+        warm-up (its lines are in the stacks, its references are not counted)."""
+        self.lookups = 0
+        for state in (self.fa, *self.subs):
+            state.reset_counts()
+        if self.sa_hist is not None:
+            self.sa_hist[:] = 0
+
+    def _estimate(self, state: FAState, fraction: float, caps=None):
         """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
 
         ``tail[c]`` is the estimated misses at ``c`` lines (dense up to the
@@ -527,6 +481,18 @@ class StackDistances:
             spread = np.std(np.array(subs), axis=0, ddof=1)
             errs = spread / math.sqrt(SUBSAMPLES)
         sampled = int(fa.meta[M_LOOKUPS])
+        # Distinct sampled lines: keys seen (rate), lines held at the final threshold (size).
+        lines = int(fa.meta[MK.M_SAMPLED] if self.sample_size else fa.meta[M_NKEYS])
+        warning = None
+        if lines < MIN_SAMPLED_LINES:
+            warning = (
+                f"only {lines:,} distinct lines sampled (fewer than {MIN_SAMPLED_LINES:,}): the "
+                f"sample's own line count varies by about 1/sqrt({lines:,}) = "
+                f"{1 / math.sqrt(max(lines, 1)):.1%}, which stretches every estimated distance by "
+                "as much (where the curve falls steadily with capacity, the miss ratio can be "
+                "off by more than 0.01), and the error estimate, from 4 sub-samples of a "
+                "quarter of these lines each, is unreliable; use a higher rate"
+            )
         sample = {
             "mode": "size" if self.sample_size else "rate",
             "rate": float(rate),
@@ -537,6 +503,9 @@ class StackDistances:
             "error_method": f"spread of {SUBSAMPLES} disjoint sub-samples / sqrt({SUBSAMPLES}), "
             "mean over capacities from the resolution up",
             "resolution_lines": resolution,
+            "seed": self.seed,
+            "sampled_lines": lines,
+            "warning": warning,
         }
         distinct = round(cold)  # each distinct line has one compulsory lookup (estimated)
         return MissRatioCurve(
@@ -602,8 +571,10 @@ def miss_ratio_curve(
     max_ways: int | None = None,
     rate: float | None = None,
     sample_size: int | None = None,
+    seed: int = 0,
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
+    warmup: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> MissRatioCurve:
     """The miss-ratio curve of a trace, or of the stream reaching one level of a hierarchy.
 
@@ -622,8 +593,13 @@ def miss_ratio_curve(
         every associativity up to ``max_ways`` (default: ``max(32, 2 * ways)``).
     rate, sample_size : optional
         SHARDS sampling rate, fixed sample size (distinct lines).
+    seed : int
+        Key of the sampling hash (each seed samples another set of lines).
     progress : callable, optional
         Called with each chunk's number of accesses.
+    warmup : iterable of (addr, size, kind), optional
+        Accesses run before ``chunks`` and not counted (as :func:`hroof.cachesim.simulate`'s
+        ``warmup``): the stacks start warm, the curve counts ``chunks`` only.
 
     Returns
     -------
@@ -659,16 +635,25 @@ def miss_ratio_curve(
             max_ways = max(32, 2 * lv_cfg.ways)
     if max_ways is None:
         max_ways = 32
-    sd = StackDistances(line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size)
+    sd = StackDistances(
+        line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size, seed=seed
+    )
     tap = _tap_class()(
         HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
         target,
         sd.feed_events,
     )
-    for addr, size, kind in chunks:
-        tap.feed(addr, size, kind)
-        if progress is not None:
-            progress(len(addr))
+    direct = target == 0 and sd.rate is not None and sd.sa_stk is None
+    for part in (warmup, chunks):
+        if part is None:
+            continue
+        if part is chunks and warmup is not None:
+            sd.reset_counts()
+        for addr, size, kind in part:
+            if not (direct and sd.feed_trace(addr, size, kind, hierarchy.line_bits)):
+                tap.feed(addr, size, kind)
+            if progress is not None:
+                progress(len(addr))
     tap.finish()
     src = dict(source or {})
     if lv_cfg is not None:

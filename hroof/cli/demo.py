@@ -41,6 +41,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = summary_table(demo)
     story = summary_lines(demo)
     lesson = carm_lesson(demo.large, machine)
+    from hroof.studies.demo import DEMO_MRC_N
+    from hroof.studies.sweep_mrc import sweep_curve
+
+    # Every L1 size at one point of the sweep (its warm-up run, not counted), in the report.
+    mrc = sweep_curve(demo.points, machine, "n", mode="exact", at=DEMO_MRC_N)
     with output_dir(args.out) as stage:  # staged, then moved in together under a lock
         written = moved(write_report(
             demo.points, machine, stage,
@@ -49,6 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             # the walls left out are listed under the report's wall table already
             notes=[*(ln for ln in story if not ln.startswith(("Left out", "Predicted but"))),
                    "Cache-aware reading: " + lesson],
+            mrc_curve=mrc,
         ), stage, Path(args.out))  # fmt: skip
     width = term_width()
     lines = [
@@ -76,28 +82,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if g.moot:
             lines.append(f"  (need not: {', '.join(s.what for s in g.moot)}: above the bound)")
         lines.append("")
-    lines += _mrc_lines(machine, Path(args.out))
+    if mrc[0] is not None:
+        lines += _mrc_lines(mrc[0], Path(args.out) / "mrc.png")
     lines.append(f"report: {written[-1]} (figures beside it)")
     emit("\n".join(lines))
     return 0
 
 
-def _mrc_lines(machine, out: Path) -> list[str]:
-    """The stencil's miss-ratio curve (one pass, every L1 size) as mrc.png, and its knees
-    beside the layer conditions, in words."""
-    from hroof._base.files import save_figure
+def _mrc_lines(sc, path: Path) -> list[str]:
+    """The stencil's miss-ratio curve (one pass, every L1 size; the report's mrc.png): its
+    knees beside the layer conditions, in words."""
     from hroof._base.units import format_bytes
-    from hroof.plots.mrc import plot_mrc
-    from hroof.studies.demo import DEMO_KERNEL, DEMO_MRC_N, demo_mrc
+    from hroof.studies.demo import DEMO_KERNEL
 
-    rep = demo_mrc(machine)
-    path = save_figure(plot_mrc(rep), out / "mrc.png")
+    rep = sc.report
     knees = ", ".join(format_bytes(k.bytes) for k in rep.knees)
     lcs = ", ".join(f"{n} {format_bytes(v)}" for n, v in sorted(rep.layer_conditions.items()))
     text = (
-        f"Every L1 size at once ({DEMO_KERNEL} n={DEMO_MRC_N}, one pass, 'hroof mrc'): the miss "
-        f"ratio falls sharply at {knees}; the layer conditions need {lcs}. The walls of the "
-        f"sweep, seen from the cache-size axis: {path}"
+        f"Every L1 size at once ({DEMO_KERNEL} n={sc.point.params['n']}, one pass, 'hroof "
+        f"mrc'): the miss ratio falls sharply at {knees}; the layer conditions need {lcs}. "
+        f"The walls of the sweep, seen from the cache-size axis: {path}"
     )
     return [*textwrap.wrap(text, term_width()), ""]
 

@@ -18,7 +18,7 @@ from hroof._base.errors import HroofError
 from hroof._base.files import save_figure, write_text
 from hroof._base.guards import check_memory
 from hroof._base.progress import Progress
-from hroof._base.units import format_bytes, format_size, parse_float
+from hroof._base.units import format_bytes, format_size, parse_float, parse_int
 from hroof.cli.options import (
     chunk_option,
     flops_count,
@@ -50,7 +50,9 @@ this level (bytes below from the curve, writebacks held at the simulated count).
 
 --sample R estimates the curve from a spatial sample (SHARDS, Waldspurger et al., FAST
 2015) at rate R; --sample-size N keeps at most N sampled lines. Both print the rate, the
-resolution (1/R lines: the curve is not resolved below) and an error estimate."""
+resolution (1/R lines: the curve is not resolved below) and an error estimate, and warn
+when too few distinct lines were sampled for it; --sample-seed N samples another set
+of lines (not the kernel parameter seed=N, which changes the kernel)."""
 
 _EPILOG = """\
 examples:
@@ -68,6 +70,15 @@ def _rate(text: str) -> float:
     if r is None or r > 1:
         raise argparse.ArgumentTypeError(f"must be a sampling rate in (0, 1], got {text!r}")
     return r
+
+
+def _seed(text: str) -> int:
+    try:
+        return parse_int(text, "seed", minimum=0, maximum=2**32 - 1, units=False)
+    except HroofError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to 2**32-1, got {text!r}"
+        ) from None
 
 
 def _csv(report) -> str:
@@ -97,8 +108,11 @@ def format_mrc(report, *, title: str) -> str:
             f"SHARDS sample ({s['mode']}): rate {s['rate']:.4g}, "
             f"{s['sampled_lookups']:,} sampled lookups, resolution "
             f"{format_bytes(s['resolution_lines'] * c.line)}, estimated mean error "
-            f"{s['error_estimate']:.4f} (miss ratio)"
+            f"{s['error_estimate']:.4f} (miss ratio), {s.get('sampled_lines', 0):,} distinct "
+            f"lines sampled, hash seed {s.get('seed', 0)}"
         )
+        if s.get("warning"):
+            facts += textwrap.wrap("Warning: " + s["warning"], 100)
     out += facts
     out += ["", "Knees (where the miss ratio falls sharply; capacity = 90 % of the drop done):"]
     lcs = sorted(report.layer_conditions.items(), key=lambda t: t[1])
@@ -132,7 +146,8 @@ def format_mrc(report, *, title: str) -> str:
         )
     out += [
         "",
-        "The machine's levels on this curve (fully associative; simulated: the real level):",
+        "The machine's levels on this curve (fully associative) and as simulated (the real "
+        f"levels: misses per lookup into {report.level}):",
     ]
     rows = []
     for m in report.levels:
@@ -165,10 +180,27 @@ def format_mrc(report, *, title: str) -> str:
         cols = [Col(f"{report.level} capacity", "<", 2), Col("misses"), Col(f"bytes to {below}"),
                 Col(f"AI of {below}\nFLOP/byte")]  # fmt: skip
         out += ["  " + r for r in text_table(cols, rows)]
+        out += _more_capacity_sentence(report)
     note = c.source.get("note")
     if note:
         out += ["", textwrap.fill("Note: " + note, 100)]
     return "\n".join(out)
+
+
+def _more_capacity_sentence(report) -> list[str]:
+    """The AI table read as one sentence: 2 MiB more of the level, the next level's AI."""
+    size = next(m.bytes for m in report.levels if m.name == report.level)
+    rows = {r["capacity"]: r for r in report.ai_rows}
+    now, more = rows.get(size), rows.get(size + 2 * 2**20)
+    if now is None or more is None or now["ai"] is None or more["ai"] is None:
+        return []
+    lv, below = report.level, report.below
+    text = (
+        f"With 2 MiB more {lv} ({format_size(size + 2 * 2**20)} instead of {format_size(size)}), "
+        f"the AI of {below} (the bytes {lv} moves to and from {below}) would be "
+        f"{ai_text(more['ai'])} FLOP/byte instead of {ai_text(now['ai'])}."
+    )
+    return ["", *textwrap.wrap(text, 100)]
 
 
 #: What to do when the simulation's classification would not fit.
@@ -236,7 +268,8 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     with Progress(passes * total if total else None, enabled=False if args.quiet else None) as bar:
         curve = miss_ratio_curve(
             chunks(), machine, level=target, sets=args.sets, max_ways=args.max_ways,
-            rate=args.sample, sample_size=args.sample_size, source=source, progress=bar,
+            rate=args.sample, sample_size=args.sample_size, seed=args.sample_seed, source=source,
+            progress=bar,
         )  # fmt: skip
         sim = None
         if not args.no_simulate:
@@ -309,6 +342,13 @@ def register(sub, machine_sub) -> None:
         type=positive_int("number of lines"),
         metavar="N",
         help="fixed-size SHARDS: keep at most N sampled lines (at least 16)",
+    )
+    p.add_argument(
+        "--sample-seed",
+        type=_seed,
+        default=0,
+        metavar="N",
+        help="key of the sampling hash (another seed samples other lines; default 0)",
     )
     p.add_argument(
         "--no-simulate",

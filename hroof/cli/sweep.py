@@ -74,7 +74,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.out is not None:  # staged, then moved in together under a lock
         out = Path(args.out)
         with output_dir(out) as stage:
-            written = moved(_sweep_outputs(stage, points, machine, walls, vary), stage, out)
+            written = moved(_sweep_outputs(stage, points, machine, walls, vary, args), stage, out)
     if args.json:
         import json
 
@@ -87,7 +87,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
+def _sweep_outputs(out: Path, points, machine, walls, vary, args) -> list[Path]:
     """results.json, results.csv, the figures (PNG and SVG) and report.html in ``out``."""
     import csv
     import io
@@ -121,7 +121,8 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
         from hroof.plots.report import write_report
 
         kernel = points[0].result.source.get("kernel")
-        written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
+        written += write_report(points, machine, out, title=f"hroof sweep: {kernel}",
+                                mrc=args.mrc, mrc_at=args.mrc_at)  # fmt: skip
     elif not machine.missing():
         from hroof.plots import roofline as plots
 
@@ -165,9 +166,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else (src if src.is_dir() else src.parent)
     with output_dir(out) as stage:
         title = f"hroof sweep on {name or machine.name}"
-        written = moved(write_report(points, machine, stage, title=title), stage, out)
+        report = write_report(points, machine, stage, title=title, mrc=args.mrc,
+                              mrc_at=args.mrc_at)  # fmt: skip
+        written = moved(report, stage, out)
     emit("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+#: ``--mrc`` choices (``hroof.studies.sweep_mrc.MRC_MODES``; not imported: it loads Numba).
+MRC_CHOICES = ("auto", "exact", "sample", "off")
+
+
+def _mrc_options(p) -> None:
+    p.add_argument(
+        "--mrc",
+        choices=MRC_CHOICES,
+        default="auto",
+        help="the miss-ratio curve of one point in the report (every cache size, beside the "
+        "walls): auto (default) draws the largest point with at most 2**25 accesses, exactly "
+        "up to 2**24 and from a SHARDS sample above; exact or sample draw the largest point "
+        "that way; off draws none (see docs/mrc.md)",
+    )
+    p.add_argument("--mrc-at", metavar="VALUE", help="the point of the curve: its swept value")
 
 
 def register(sub, machine_sub) -> None:
@@ -219,6 +239,7 @@ def register(sub, machine_sub) -> None:
         metavar="S",
         help="with --measure: least timed seconds per point (default: 0.2)",
     )
+    _mrc_options(p)
     quiet_option(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -235,4 +256,5 @@ def register(sub, machine_sub) -> None:
         help="the sweep's machine (default: the bundled machine results.json names)",
     )
     p.add_argument("--out", metavar="DIR", help="where to write (default: beside the results)")
+    _mrc_options(p)
     p.set_defaults(func=cmd_report)

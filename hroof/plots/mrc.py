@@ -3,7 +3,8 @@
 :func:`plot_mrc` draws the fully-associative LRU curve of a stream (the
 sampled estimate as a dashed line with its error band), each cache level's
 capacity as a vertical line with the curve's value there, the simulated
-(set-associative) miss ratio of the level whose stream it is as a dot, the
+(set-associative) miss ratio of the level whose stream it is as a dot (and of
+each level below it, per lookup of the same stream, as a square), the
 knees as triangles and, for stencils, the layer-condition capacities as
 dotted lines: where a knee sits on a layer condition, that condition is the
 wall.
@@ -33,7 +34,7 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
     """Miss ratio against capacity (bytes, log scale) of ``report``'s curve; returns the figure."""
     curve = report.curve
     if ax is None:
-        fig = _figure(7.5, 4.6)
+        fig = _figure(7.5, 5.4)
         ax = fig.add_subplot()
     else:
         fig = ax.figure
@@ -47,13 +48,14 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
         label = f"SHARDS estimate, R = {s['rate']:.3g}"
         err = s["error_estimate"]
         ax.fill_between(x, mr - err, mr + err, step="post", color="#999999", alpha=0.3, lw=0,
-                        label=f"estimated error ±{err:.3f}")  # fmt: skip
+                        label=f"estimated error ±{err:.2g}")  # fmt: skip
         res = s["resolution_lines"] * curve.line
         ax.axvspan(curve.line, res, color="#DDDDDD", alpha=0.5, lw=0,
                    label=f"below the sample's resolution (1/R lines = {_size(res)})")  # fmt: skip
     ax.step(x, mr, where="post", color="black", lw=1.6, label=label,
             ls="--" if curve.sampled else "-")  # fmt: skip
     n = len(report.levels)
+    drew_below = False
     for i, m in enumerate(report.levels):
         colour = _colour(i, n + 1)
         ax.axvline(m.bytes, color=colour, lw=1.2, alpha=0.9)
@@ -63,12 +65,21 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
                     bbox=_LABEL_BOX)  # fmt: skip
         ax.plot([m.bytes], [m.miss_ratio], "o", mfc="white", mec=colour, ms=6,
                 label="the curve at each level's capacity" if i == 0 else None)  # fmt: skip
-        if m.simulated_miss_ratio is not None:
+        if m.simulated_miss_ratio is None:
+            continue
+        if m.name == report.level:
             sim_label = f"{m.name} simulated ({report.curve.sets} sets, set-associative)"
             ax.plot([m.bytes], [m.simulated_miss_ratio], "o", color=colour, ms=6, label=sim_label)
+        else:
+            below_label = None
+            if not drew_below:
+                below_label = f"levels below, simulated (misses per lookup into {report.level})"
+                drew_below = True
+            ax.plot([m.bytes], [m.simulated_miss_ratio], "s", color=colour, ms=5,
+                    label=below_label)  # fmt: skip
     for j, (name, need) in enumerate(sorted(report.layer_conditions.items(), key=lambda t: t[1])):
         ax.axvline(need, color="#0072B2", ls=":", lw=1.2)
-        ax.annotate(f"layer condition {name}: {_size(need)}", (need, 0.88 - 0.04 * j),
+        ax.annotate(f"layer condition {name}: {_size(need)}", (need, 0.98 - 0.04 * j),
                     xycoords=("data", "axes fraction"), xytext=(-3, 0), textcoords="offset points",
                     color="#0072B2", fontsize=8, rotation=90, va="top", ha="right",
                     bbox=_LABEL_BOX)  # fmt: skip
@@ -76,6 +87,10 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
         kx = [k.bytes for k in report.knees]
         ky = [k.after for k in report.knees]
         ax.plot(kx, ky, "v", color="#D55E00", ms=7, label="knees (90 % of a steep drop)")
+        for k in report.knees:  # the capacity each knee needs, below its triangle
+            ax.annotate(_size(k.bytes), (k.bytes, k.after), xytext=(4, -13),
+                        textcoords="offset points", color="#D55E00", fontsize=8,
+                        bbox=_LABEL_BOX)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_xlim(curve.line, 4 * top * curve.line)
     low = float(mr[mr > 0].min()) if (mr > 0).any() else 0.0
@@ -100,7 +115,9 @@ def plot_mrc(report: MrcReport, *, ax=None, title: str | None = None):
     what = src.get("kernel", src.get("trace", "trace"))
     ax.set_title(title or f"Miss-ratio curve: {what}, stream into {report.level}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="best", fontsize=8, framealpha=0.9)
+    # Below the axes: inside, it would cover a knee's or a level's label on some curve.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8,
+              frameon=False)  # fmt: skip
     return fig
 
 

@@ -32,6 +32,7 @@ _HEADINGS = {
     "ai_vs_size": "Each level's arithmetic intensity against size",
     "traffic": "Where each level's traffic comes from",
     "measured": "Measured on this host against the predicted bound",
+    "mrc": "Every cache size at one point: the miss-ratio curve",
 }
 
 _MEASURED_CAPTION = (
@@ -109,6 +110,44 @@ def _figures(points: list[SweepPoint], machine: Machine, walls: list[Wall], para
     return figs
 
 
+def mrc_caption(sc, walls: list[Wall]) -> str:
+    """The miss-ratio figure's caption, from its data: knees, layer conditions, the
+    levels' simulated points, and the sweep's walls beside them."""
+    from hroof._base.units import format_bytes
+
+    rep, param = sc.report, sc.param
+    at = f"{param}={sc.point.params[param]}"
+    text = (f"The miss ratio of the stream into {rep.level} at {at} against the cache "
+            f"capacity (log scale, fully associative LRU), {sc.how}. ")  # fmt: skip
+    if rep.knees:
+        text += "It falls sharply (knees, triangles) at " + ", ".join(
+            f"{format_bytes(k.bytes)} ({k.before:.3f} to {k.after:.3f})" for k in rep.knees
+        )
+        text += "; "
+    else:
+        text += "It has no knee (no drop of at least 0.02 within a few doublings); "
+    if rep.layer_conditions:
+        text += "the layer conditions (dotted) need " + ", ".join(
+            f"{n} {format_bytes(v)}" for n, v in sorted(rep.layer_conditions.items(),
+                                                       key=lambda t: t[1])
+        ) + "; "  # fmt: skip
+    marks = [m for m in rep.levels if m.simulated_miss_ratio is not None]
+    text += "the levels' capacities (solid lines) read " + ", ".join(
+        f"{m.name} {m.miss_ratio:.4f} on the curve"
+        + (f" and {m.simulated_miss_ratio:.4f} simulated" if m in marks else "")
+        for m in rep.levels
+    ) + f" (simulated below {rep.level}: misses per lookup into {rep.level}). "  # fmt: skip
+    if walls:
+        wl = "; ".join(f"{w.level} ({format_bytes(w.capacity)}) between {param}={w.before} and "
+                       f"{w.after}" for w in walls)  # fmt: skip
+        text += (f"The size sweep's walls ({wl}) are the same reuses seen from the size axis: "
+                 "a level left of a knee misses the reuse behind it, and the problem size at "
+                 "which a knee crosses a level's capacity is that level's wall.")  # fmt: skip
+    else:
+        text += "The size sweep found no wall in its range."
+    return text
+
+
 def write_report(
     points: list[SweepPoint],
     machine: Machine,
@@ -117,8 +156,17 @@ def write_report(
     title: str,
     summary: list[list[str]] | None = None,
     notes: list[str] | None = None,
+    mrc: str = "auto",
+    mrc_at=None,
+    mrc_curve=None,
 ) -> list[Path]:
-    """PNG and SVG figures and a self-contained ``report.html`` in ``out``."""
+    """PNG and SVG figures and a self-contained ``report.html`` in ``out``.
+
+    ``mrc`` (``auto``, ``exact``, ``sample``, ``off``) and ``mrc_at`` choose the
+    miss-ratio curve drawn beside the walls (:func:`hroof.studies.sweep_mrc.sweep_curve`:
+    by default the largest point, when cheap); ``mrc_curve`` passes one computed
+    already (``(SweepCurve or None, note)``).
+    """
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -129,15 +177,36 @@ def write_report(
         raise HroofError("a report needs a sweep over one integer parameter (e.g. n)")
     param = vary[0]
     walls = sweep_walls(points, machine, param)
+    if mrc_curve is None:
+        from hroof.studies.sweep_mrc import sweep_curve
+
+        mrc_curve = sweep_curve(points, machine, param, mode=mrc, at=mrc_at)
+    sc, mrc_note = mrc_curve
+    figs = _figures(points, machine, walls, param)
+    if sc is not None:  # beside the size axis's walls
+        from hroof.plots.figure import figure
+        from hroof.plots.mrc import plot_mrc
+
+        at = f"{param}={sc.point.params[param]}"
+        ax = figure(12.5, 6.2).add_subplot()  # the page's width, as the other figures
+        fig = plot_mrc(sc.report, ax=ax, title=f"Miss-ratio curve at {at}: stream into "
+                       f"{sc.report.level}" + (" (SHARDS estimate)" if sc.report.curve.sampled
+                                                else ""))  # fmt: skip
+        order = [k for k in figs if k in ("roofline", "ai_vs_size")]
+        figs = {**{k: figs[k] for k in order}, "mrc": fig,
+                **{k: v for k, v in figs.items() if k not in order}}  # fmt: skip
     written = []
     embedded = []
-    for name, fig in _figures(points, machine, walls, param).items():
+    for name, fig in figs.items():
         for ext in ("png", "svg"):
             written.append(save_figure(fig, out / f"{name}.{ext}"))
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
-    page = _html(title, machine, points, walls, param, embedded, summary, notes or [])
+    caps = captions(points, machine, walls, param)
+    caps["mrc"] = mrc_caption(sc, walls) if sc is not None else ""
+    page = _html(title, machine, points, walls, param, embedded, summary, notes or [], caps,
+                 None if sc is not None else mrc_note)  # fmt: skip
     written.append(write_text(out / "report.html", page))
     return written
 
@@ -199,7 +268,8 @@ def _guidance_html(points: list[SweepPoint], machine: Machine, param: str) -> li
     ]
 
 
-def _html(title, machine, points, walls, param, embedded, summary, notes) -> str:
+def _html(title, machine, points, walls, param, embedded, summary, notes, caps,
+          mrc_note) -> str:  # fmt: skip
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
     measured = any(p.measured for p in points)
     rows = [[param, "footprint", *(f"{n} AI" for n in names), "bound GFLOP/s", "binds"]]
@@ -256,10 +326,11 @@ def _html(title, machine, points, walls, param, embedded, summary, notes) -> str
     if missing:
         parts += ["<ul>", *(f"<li>{html.escape(m)}</li>" for m in missing), "</ul>"]
     parts += _guidance_html(points, machine, param)
-    caps = captions(points, machine, walls, param)
     for name, data in embedded:
         parts += [f"<h2>{html.escape(_HEADINGS.get(name, name.replace('_', ' ')))}</h2>",
                   f"<p>{html.escape(caps.get(name, ''))}</p>",
                   f"<img alt='{name}' src='data:image/png;base64,{data}'>"]  # fmt: skip
+    if mrc_note:
+        parts += [f"<h2>{html.escape(_HEADINGS['mrc'])}</h2>", f"<p>{html.escape(mrc_note)}</p>"]
     parts.append("<p><small>Made by hroof.</small></p></body></html>")
     return "\n".join(parts)

@@ -145,7 +145,13 @@ class LevelMark:
 
     ``misses`` is the curve at the level's capacity (fully associative);
     ``simulated_misses`` the simulator's count for the real level (set
-    associative), for the level whose stream the curve is.
+    associative), for the level whose stream the curve is and every level
+    below it; ``simulated_miss_ratio`` is that count per lookup of the
+    curve's stream (for the curve's own level, its miss ratio; for a level
+    below, the fraction of the stream's lookups that miss down to it, which
+    the curve at that capacity approximates: the level sees only the misses
+    of the levels above, in its own LRU order). Levels above the curve's
+    have neither.
     """
 
     name: str
@@ -258,10 +264,11 @@ def report(
     marks = []
     for i, lv in enumerate(levels):
         sim_m = sim_r = None
-        if simulated is not None and i == level:
+        if simulated is not None and i >= level:
             sl = simulated.levels[i]
             sim_m = sl.misses
-            sim_r = sl.misses / sl.lookups if sl.lookups else 0.0
+            per = simulated.levels[level].lookups  # the curve's stream, as simulated
+            sim_r = sl.misses / per if per else 0.0
         marks.append(
             LevelMark(
                 lv.name,

@@ -104,21 +104,6 @@ def story(points: list[SweepPoint], machine: Machine) -> dict:
 DEMO_MRC_N = 64
 
 
-def demo_mrc(machine: Machine):
-    """The miss-ratio curve of the demo's stencil at ``DEMO_MRC_N`` into L1, read against
-    the layer conditions (:class:`hroof.roofline.mrc.MrcReport`): the walls of the size
-    sweep seen from the cache-size axis."""
-    from hroof.cachesim.mrc import miss_ratio_curve
-    from hroof.roofline.mrc import layer_capacities, report
-    from hroof.traces import plan_kernel
-
-    h = machine.hierarchy
-    plan = plan_kernel(DEMO_KERNEL, n=DEMO_MRC_N)
-    curve = miss_ratio_curve(plan.chunks(), h, source=plan.source())
-    lcs = layer_capacities(DEMO_KERNEL, plan.params, h)
-    return report(curve, h, flops=plan.flops, layer_conditions=lcs)
-
-
 def summary_table(demo: Demo) -> list[list[str]]:
     """Rows: per size, the footprint, the bytes per point each level sends below, the
     bound and the level that binds."""

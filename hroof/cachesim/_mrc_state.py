@@ -1,0 +1,163 @@
+"""The state of one fully-associative stack pass (exact, or one SHARDS sampler).
+
+:mod:`hroof.cachesim.mrc` drives it; the notes there describe the arrays
+(hash table of last-access times, bitmap of the stack's entries over time with
+a Fenwick tree of its 64-time blocks, max-heap of holes), and
+:mod:`hroof.cachesim._mrc_kernels` holds the Numba passes over them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim._mrc_kernels import (
+    M_COLD,
+    M_HBITS,
+    M_INVALS,
+    M_LIVE,
+    M_LOOKUPS,
+    M_NHOLES,
+    M_NKEYS,
+    M_NOW,
+    M_RELOAD,
+    M_THRESH,
+    M_WRITES,
+    NMETA,
+    SAMPLE_P,
+)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(1, int(n - 1).bit_length())
+
+
+def _times(cap: int, live: int):
+    """The entry bitmap of ``cap`` times (``cap`` a multiple of 64) with times
+    ``0..live-1`` set, and the Fenwick tree (int32) of its 64-time blocks' counts."""
+    bits = np.zeros(cap, dtype=np.uint8)
+    bits[:live] = 1
+    words = np.packbits(bits, bitorder="little").view(np.uint64).copy()
+    counts = np.minimum(np.maximum(live - 64 * np.arange(cap // 64), 0), 64)
+    i = np.arange(cap // 64 + 1, dtype=np.int64)
+    low = i & -i
+    csum = np.concatenate(([0], np.cumsum(counts)))
+    btree = csum[i] - csum[i - low]
+    btree[0] = 0
+    return words, btree.astype(np.int32)
+
+
+class FAState:
+    """One fully-associative stack (exact, or one SHARDS sampler)."""
+
+    BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
+    MIN_TREE = 1 << 16  # least times in the tree after a compaction
+
+    def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0,
+                 key: int = 0):  # fmt: skip
+        self.scale = float(scale)
+        self.key = int(key)  # the sampling hash's key (``_mrc_kernels.sample_hash``)
+        self.table = np.full(2 << 10, -1, dtype=np.int64)
+        self.words, self.btree = _times(1 << 12, 0)
+        self.heap = np.zeros(1 << 10, dtype=np.int64)
+        self.hist = np.zeros(1 << 10, dtype=np.int64)
+        self.meta = np.zeros(NMETA, dtype=np.int64)
+        self.meta[M_HBITS] = 10
+        self.meta[M_THRESH] = thresh
+        self.size_cap = int(size_cap)
+        self.pairs_h = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
+        self.pairs_l = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
+        self.fhist = np.zeros(1 << 10 if size_cap else 1)
+        self.fmeta = np.zeros(3)  # fixed size: weighted lookups, cold, reloads
+
+    @property
+    def state_bytes(self) -> int:
+        arrays = (self.table, self.words, self.btree, self.heap, self.hist, self.fhist,
+                  self.pairs_h, self.pairs_l)  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+    def _grow_table(self, need: int) -> None:
+        cap = self.table.shape[0] >> 1
+        if 2 * need <= cap:
+            return
+        new = _pow2_at_least(2 * need)
+        keys, vals = self.table[0::2], self.table[1::2]
+        used = keys >= 0
+        self.table = np.full(2 * new, -1, dtype=np.int64)
+        self.meta[M_HBITS] = new.bit_length() - 1
+        MK.rehash(keys[used], vals[used], self.table, int(self.meta[M_HBITS]))
+
+    def _compact(self, need: int) -> None:
+        """Renumber the live times 0..live-1 (order kept) and size the tree for ``need`` more."""
+        meta = self.meta
+        now = int(meta[M_NOW])
+        live = int(meta[M_LIVE])
+        nholes = int(meta[M_NHOLES])
+        alive = np.unpackbits(self.words.view(np.uint8), bitorder="little")[:now]
+        assert int(alive.sum()) == live, "stack entries and tree disagree"
+        rank = np.cumsum(alive, dtype=np.int64) - alive
+        vals = self.table[1::2]
+        present = vals >= 0
+        vals[present] = rank[vals[present]]
+        self.heap[:nholes] = rank[self.heap[:nholes]]
+        if self.size_cap:
+            # Drop the keys of lines sampled out by the lowered threshold.
+            keys = self.table[0::2]
+            used = keys >= 0
+            hashes = np.empty(int(used.sum()), dtype=np.int64)
+            subs = np.empty_like(hashes)
+            MK.sample_hash(keys[used], self.key, hashes, subs)
+            keep = hashes < meta[M_THRESH]
+            k, v = keys[used][keep], vals[used][keep]
+            self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
+            MK.rehash(k, v, self.table, int(meta[M_HBITS]))
+            meta[M_NKEYS] = int(keep.sum())
+        meta[M_NOW] = live
+        cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
+        self.words, self.btree = _times(cap, live)
+
+    def feed(self, lines: np.ndarray, ops: np.ndarray, hashes: np.ndarray) -> None:
+        for lo in range(0, lines.shape[0], self.BLOCK):
+            hi = lo + self.BLOCK
+            self._feed_block(lines[lo:hi], ops[lo:hi], hashes[lo:hi])
+
+    def _feed_block(self, lines, ops, hashes) -> None:
+        while lines.shape[0]:
+            n = lines.shape[0]
+            meta = self.meta
+            self._grow_table(int(meta[M_NKEYS]) + n)
+            if meta[M_NOW] + n >= 64 * self.words.shape[0]:
+                self._compact(n)
+            if self.heap.shape[0] < meta[M_NHOLES] + n:
+                heap = np.zeros(_pow2_at_least(int(meta[M_NHOLES]) + n), dtype=np.int64)
+                heap[: self.heap.shape[0]] = self.heap
+                self.heap = heap
+            scale = SAMPLE_P / int(meta[M_THRESH]) if self.size_cap else 1.0
+            need = 2 * int((meta[M_LIVE] + 1) * scale) + 2  # the pass stops when it is short
+            name = "fhist" if self.size_cap else "hist"
+            old = getattr(self, name)
+            if old.shape[0] < need:
+                grown = np.zeros(_pow2_at_least(need), dtype=old.dtype)
+                grown[: old.shape[0]] = old
+                setattr(self, name, grown)
+            done = MK.fa_pass(
+                lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
+                self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
+            )  # fmt: skip
+            lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
+
+    def reset_counts(self) -> None:
+        """Zero the histogram and the counters, keeping the stack (after a warm-up)."""
+        self.hist[:] = 0
+        self.fhist[:] = 0
+        self.fmeta[:] = 0
+        for slot in (M_LOOKUPS, M_COLD, M_RELOAD, M_WRITES, M_INVALS):
+            self.meta[slot] = 0
+
+    def counts(self):
+        """``(hist, lookups, cold, reload)``: exact integers, or (fixed size) weighted floats."""
+        meta = self.meta
+        if not self.size_cap:
+            return self.hist, int(meta[M_LOOKUPS]), int(meta[M_COLD]), int(meta[M_RELOAD])
+        lk, cold, rel = (float(x) for x in self.fmeta)
+        return self.fhist, lk, cold, rel
