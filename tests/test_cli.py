@@ -867,6 +867,15 @@ def test_sweep_table_walls_and_outputs(capsys, tmp_path, sweep_cache):
     assert [w["level"] for w in doc["walls"]][:1] == ["L1"]
     csv_rows = (out_dir / "results.csv").read_text().splitlines()
     assert csv_rows[0].startswith("n,") and len(csv_rows) == 4
+    header = csv_rows[0].split(",")
+    assert {"L1_bytes", "L1_ai", "DRAM_bytes", "DRAM_ai"} <= set(header), header
+
+
+def test_sweep_mrc_at_unknown_point_fails_before_simulating(capsys, tmp_path):
+    out_dir = tmp_path / "out"
+    assert_bad(capsys, ["sweep", "triad", "n=1000,2000", "--mrc-at", "3000", "--out", out_dir],
+               "--mrc-at 3000", "n=1000,2000")  # fmt: skip
+    assert not out_dir.exists()
 
 
 def test_sweep_json_and_unknown_figures(capsys, sweep_cache):

@@ -33,6 +33,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hroof.traces import parse_assignments
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
+    if args.mrc_at is not None:  # before minutes of simulation, not after
+        _check_mrc_at(grid, args.mrc_at)
     if args.measure:
         from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
@@ -87,6 +89,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_mrc_at(grid: list[dict[str, str]], at) -> None:
+    """``--mrc-at`` must name a value of the one parameter the sweep varies."""
+    vary = [k for k in grid[0] if len({str(g[k]) for g in grid}) > 1]
+    if len(vary) != 1:
+        raise HroofError("--mrc-at needs a sweep over one parameter")
+    have = [str(g[vary[0]]) for g in grid]
+    if str(at) not in have:
+        raise HroofError(
+            f"--mrc-at {at}: no point with {vary[0]}={at} in this sweep "
+            f"(it has {vary[0]}={','.join(have)})"
+        )
+
+
 def _sweep_outputs(out: Path, points, machine, walls, vary, args) -> list[Path]:
     """results.json, results.csv, the figures (PNG and SVG) and report.html in ``out``."""
     import csv
@@ -104,7 +119,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary, args) -> list[Path]:
     w = csv.writer(buf)
     measured = any(p.measured for p in points)
     w.writerow([*points[0].params, "footprint_bytes", "flops",
-                *(f"{n}_bytes" for n in names), *(f"{n}ai_text" for n in names),
+                *(f"{n}_bytes" for n in names), *(f"{n}_ai" for n in names),
                 *(["measured_gflop_s", "measured_gflop_s_min", "measured_gflop_s_max"]
                   if measured else [])])  # fmt: skip
     for p in points:
