@@ -162,6 +162,14 @@ class SimResult:
     machine: str | None = None
     #: Set sampling (see :mod:`hroof.cachesim.sampling`): None for a whole simulation.
     sampling: dict[str, Any] | None = None
+    #: Several cores (docs/cache-model.md, "Several cores"): the number of cores, the
+    #: round-robin grain (accesses), the names of the shared levels, and per core its
+    #: issued accesses, its private levels' counters and its share of the shared
+    #: levels' (JSON-ready dicts). A single-core run: 1, None, (), None.
+    cores: int = 1
+    grain: int | None = None
+    shared_levels: tuple[str, ...] = ()
+    per_core: tuple[dict, ...] | None = None
 
     @property
     def accesses(self) -> int:
@@ -191,6 +199,11 @@ class SimResult:
         }
         if self.sampling is not None:
             d["sampling"] = dict(self.sampling)
+        if self.per_core is not None:
+            d["cores"] = self.cores
+            d["grain"] = self.grain
+            d["shared_levels"] = list(self.shared_levels)
+            d["per_core"] = [dict(c) for c in self.per_core]
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -238,4 +251,8 @@ class SimResult:
             flushed=options.get("flush", True),
             machine=d.get("machine"),
             sampling=d.get("sampling"),
+            cores=int(d.get("cores", 1)),
+            grain=d.get("grain"),
+            shared_levels=tuple(d.get("shared_levels", ())),
+            per_core=None if d.get("per_core") is None else tuple(d["per_core"]),
         )
