@@ -155,10 +155,10 @@ class MultiSimulator:
             self._shared._run_levels(s, src, 0, size, _NO_KIND)
             self._attr[c] += ctr[s:] - before
 
-    def run_step(self, streams: Sequence[Iterable[Chunk]]) -> float:
+    def run_step(self, streams: Sequence[Iterable[Chunk]], progress=None) -> float:
         """Simulate one time step: ``streams[c]`` is core ``c``'s chunks ``(addr, size,
         kind)``. Interleaved round-robin in grains; returns the seconds spent producing
-        the chunks."""
+        the chunks. ``progress``, if given, is called with each chunk's length."""
         if self._finished:
             raise HroofError("this simulation is finished; start a new MultiSimulator")
         if len(streams) != self.cores:
@@ -183,6 +183,8 @@ class MultiSimulator:
                             break
                         addr, size, kind, straddles, core = _as_chunk(*chunk, lb)
                         self._core[c] += core
+                        if progress is not None:
+                            progress(addr.shape[0])
                         buf = bufs[c] = [addr, size, kind, straddles, 0]
                         continue
                     addr, size, kind, straddles, pos = buf
@@ -313,6 +315,7 @@ def simulate_cores(
     flops: int | None = None,
     source: dict | None = None,
     warmup_steps: int = 0,
+    progress=None,
 ) -> SimResult:
     """Simulate time steps, each a list of ``cores`` chunk streams, and return the result.
 
@@ -324,5 +327,5 @@ def simulate_cores(
     for i, streams in enumerate(steps):
         if i == warmup_steps and i:
             sim.reset_counters()
-        trace_s += sim.run_step(streams)
+        trace_s += sim.run_step(streams, progress)
     return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)
