@@ -889,6 +889,10 @@ class NaiveMultiCore:
         if self.s == len(out["levels"]):
             for k in out["memory"]:
                 out["memory"][k] = sum(r["memory"][k] for r in each)
+        else:  # one last level; every core's NT-store bytes go to memory
+            nt = sum(r["core"]["bytes_nt"] for r in each[1:])
+            out["memory"]["bytes_written"] += nt
+            out["memory"]["bytes"] += nt
         out["per_core"] = [
             {"private": r["levels"][: self.s], "shared": self.attr[c]}
             for c, r in enumerate(each)
