@@ -21,10 +21,11 @@ from hroof.machine.catalog import bundled_machines, host_machine_path, machine_p
 #: The machine file's schema: the tables and keys it may have (docs/architecture.md).
 TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured"})
 MACHINE_KEYS = frozenset(
-    {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
-)
-ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings"}
-MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings"})
+    {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz",
+     "socket_cores"}
+)  # fmt: skip
+ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings", "bandwidth_socket"}
+MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings", "bandwidth_socket"})
 COMPUTE_KEYS = frozenset({"peak", "ceilings", "precision", "peaks"})
 
 
@@ -154,6 +155,14 @@ class Machine:
         The ``[energy]`` table, None when the file has none.
     measured : dict
         The free-form ``[measured]`` table ``hroof machine measure`` writes.
+    socket_cores : int or None
+        Cores of the chip, the most a ``cores = P`` run may use (``[machine]
+        socket_cores``; None: ``cores``).
+    socket_bandwidths : tuple of float or None
+        Per cache level, GB/s of all the socket's cores together (``bandwidth_socket``);
+        empty or None where the file gives none.
+    memory_bandwidth_socket : float or None
+        GB/s from memory of all the socket's cores together.
     """
 
     name: str
@@ -172,6 +181,9 @@ class Machine:
     bandwidth_ceilings: tuple[Ceiling, ...] = ()
     energy: Energy | None = None
     measured: dict = field(default_factory=dict, compare=False)
+    socket_cores: int | None = None
+    socket_bandwidths: tuple[float | None, ...] = ()
+    memory_bandwidth_socket: float | None = None
 
     def __post_init__(self):
         if len(self.bandwidths) != len(self.hierarchy.levels):
@@ -367,6 +379,11 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         raise ConfigError(f'[machine] kind of {source} must be "cpu" or "gpu", got {kind!r}')
     sms = _optional_positive(info, "sms", f"[machine] of {source}", int)
     cores = _optional_positive(info, "cores", f"[machine] of {source}", int) or 1
+    socket_cores = _optional_positive(info, "socket_cores", f"[machine] of {source}", int)
+    socket_bws = tuple(
+        _optional_positive(t, "bandwidth_socket", f"[[level]] #{i + 1} of {source}")
+        for i, t in enumerate(doc.get("level", []))
+    )
     clock = _optional_positive(info, "clock_ghz", f"[machine] of {source}")
 
     compute = doc.get("compute", {})
@@ -442,6 +459,11 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         bandwidth_ceilings=tuple(bw_ceilings),
         energy=energy,
         measured=dict(measured),
+        socket_cores=socket_cores,
+        socket_bandwidths=socket_bws,
+        memory_bandwidth_socket=_optional_positive(
+            memory, "bandwidth_socket", f"[memory] of {source}"
+        ),
     )
 
 

@@ -494,6 +494,29 @@ def plan_kernel(name: str, **params: Any) -> Plan:
     return get_kernel(name).bind(**params)
 
 
+#: ``KEY=VALUE`` words that set how a kernel runs rather than what it computes: the
+#: number of cores its outer loop is split across, and the round-robin grain of the
+#: shared levels (docs/cache-model.md, "Several cores"). No kernel parameter has these
+#: names.
+RUN_WORDS = ("cores", "grain")
+
+
+def split_run_words(values: dict) -> tuple[dict, dict]:
+    """Split ``KEY=VALUE`` values into the kernel's parameters and the run words
+    (:data:`RUN_WORDS`, as whole numbers).
+
+    >>> split_run_words({"n": "64", "cores": "4"})
+    ({'n': '64'}, {'cores': 4})
+    """
+    params = {k: v for k, v in values.items() if k not in RUN_WORDS}
+    run = {k: parse_int(v, k) if isinstance(v, str) else v
+           for k, v in values.items() if k in RUN_WORDS}  # fmt: skip
+    for k, v in run.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise HroofError(f"{k} must be a positive whole number, got {v!r}")
+    return params, run
+
+
 def parse_assignments(items: list[str]) -> dict[str, str]:
     """Split command-line ``KEY=VALUE`` words into a dict (values stay text).
 
