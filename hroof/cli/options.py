@@ -175,6 +175,16 @@ def simulation_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def kernel_run(name: str, assignments: list[str]):
+    """Bind a kernel to ``KEY=VALUE`` words that may include the run words ``cores=P`` and
+    ``grain=G``; returns the plan and ``{"cores": P, "grain": G}`` (those given)."""
+    from hroof.traces import get_kernel, parse_assignments
+    from hroof.traces.kernels import split_run_words
+
+    params, run = split_run_words(parse_assignments(assignments))
+    return get_kernel(name).bind(**params), run
+
+
 def kernel_plan(name: str, assignments: list[str]):
     """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
     from hroof.traces import get_kernel, parse_assignments
