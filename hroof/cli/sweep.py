@@ -28,10 +28,19 @@ from hroof.cli.text import emit
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
     from hroof.machine.model import load_machine
-    from hroof.studies.sweep import expand_grid, run_sweep, sweep_doc, sweep_walls, varying
+    from hroof.studies.sweep import (
+        expand_grid,
+        run_sweep,
+        sweep_doc,
+        sweep_walls,
+        varying,
+        wall_param,
+    )
     from hroof.traces import parse_assignments
+    from hroof.traces.kernels import split_run_words
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
+    most = max((split_run_words(p)[1].get("cores", 1) for p in grid), default=1)
     if args.measure:
         from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
@@ -45,6 +54,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.min_time is not None:
             raise HroofError("--min-time is for --measure")
         machine = load_machine(args.machine)
+    if most > 1:
+        from hroof.machine.cores import check_cores
+
+        if args.measure:
+            raise HroofError("--measure runs one thread; it does not combine with cores > 1")
+        check_cores(machine, most)
     with (
         open_engine(args) as engine,
         Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
@@ -63,8 +78,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             points = measure_points(args.kernel, points, min_time=args.min_time, progress=bar)
     vary = varying(points)
     walls = []
-    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
-        walls = sweep_walls(points, machine, vary[0])
+    along = wall_param(points)
+    if along is not None:  # one parameter, or it and cores=P,Q,... (walls for each P)
+        walls = sweep_walls(points, machine, along)
     written = []
     if args.out is not None:  # staged, then moved in together under a lock
         out = Path(args.out)

@@ -411,8 +411,15 @@ def stencil_walls(
     kernel: str = "stencil7",
     steady: bool = False,
     safety: float = 1.0,
+    cores: int = 1,
 ) -> list[PredictedWall]:
     """Every wall the layer conditions predict for a cubic (square) grid growing in ``n``.
+
+    With ``cores = P`` (the outer loop split across P threads, docs/cache-model.md,
+    "Several cores") a shared level's capacity is divided by P for the 3D and 2D
+    conditions: each core's layers must fit in its share. The whole working set is
+    the cores' shares together, so a shared level keeps its capacity for it and a
+    private one holds a P-th of it (its capacity is multiplied by P).
 
     Per cache level, largest first: with ``steady`` (warm-up sweeps not
     counted) the whole working set first, then the 3D condition (not for
@@ -431,9 +438,15 @@ def stencil_walls(
     out = []
     names = ["whole"] if steady else []
     names += ["3D", "2D"] if kernel != "stencil5" else ["2D"]
-    for lv in hierarchy.levels:
-        budget = safety * lv.size
+    first_shared = hierarchy.first_shared(cores)
+    for i, lv in enumerate(hierarchy.levels):
+        shared = i >= first_shared
         for name in names:
+            budget = safety * lv.size
+            if name != "whole" and shared:
+                budget /= cores
+            elif name == "whole" and not shared:
+                budget *= cores
             if name == "whole":
 
                 def need(n):
@@ -463,6 +476,8 @@ def stencil_walls(
                 plain = _max_n(kernel, dict(g, bj=0, bk=0), name, budget)
                 text += (f" (blocked by bj={g['bj']}: block planes of bj + 1 rows; the "
                          f"blocking moved this wall from after n={plain})")  # fmt: skip
+            if shared and cores > 1 and name != "whole":
+                text += f" (in 1/{cores} of the shared {lv.name}: each of {cores} cores' share)"
             out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}"))
     return out
 
