@@ -148,13 +148,13 @@ def run_sweep(
     base = {"classify": classify, "flush": flush}
     if sample_sets != 1:  # (unsampled runs keep their cache keys)
         base["sample_sets"] = sample_sets
-    runs = [_run_options(base, run, hierarchy) for _, run in split]
+    runs = [run_options(base, run, hierarchy) for _, run in split]
     store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)
     todo = []
     for i, plan in enumerate(plans):
-        key = cache_key(kernel, plan.params, hierarchy, _key_options(runs[i], hierarchy))
+        key = cache_key(kernel, plan.params, hierarchy, key_options(runs[i], hierarchy))
         hit = store.get(key, hierarchy.name)
         if hit is not None:
             results[i], cached[i] = hit, True
@@ -180,7 +180,7 @@ def run_sweep(
     ]
 
 
-def _run_options(base: dict, run: dict, hierarchy: HierarchyConfig) -> dict:
+def run_options(base: dict, run: dict, hierarchy: HierarchyConfig) -> dict:
     """The simulation options of one point: ``base`` plus its run words (``cores``,
     ``grain``; one core without a grain keeps the options, and cache keys, of before)."""
     if run.get("cores", 1) == 1 and "grain" not in run:
@@ -188,7 +188,7 @@ def _run_options(base: dict, run: dict, hierarchy: HierarchyConfig) -> dict:
     return {**base, **run}
 
 
-def _key_options(options: dict, hierarchy: HierarchyConfig) -> dict:
+def key_options(options: dict, hierarchy: HierarchyConfig) -> dict:
     """``options`` for the cache key: with several cores, which levels are shared too."""
     if options.get("cores", 1) == 1:
         return options
