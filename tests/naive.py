@@ -894,7 +894,6 @@ class NaiveMultiCore:
             out["memory"]["bytes_written"] += nt
             out["memory"]["bytes"] += nt
         out["per_core"] = [
-            {"private": r["levels"][: self.s], "shared": self.attr[c]}
-            for c, r in enumerate(each)
+            {"private": r["levels"][: self.s], "shared": self.attr[c]} for c, r in enumerate(each)
         ]
         return out

@@ -4,6 +4,7 @@ static split of the kernels' outer loops, chunking independence, P = 1 bit for b
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import numpy as np
@@ -34,7 +35,7 @@ def _fast(levels, streams, cores, grain, *, flush=True, cut=None):
     for addr, size, kind in streams:
         bounds = [0, *(cut or []), len(addr)]
         bounds = sorted({min(b, len(addr)) for b in bounds})
-        chunks.append([(addr[a:b], size[a:b], kind[a:b]) for a, b in zip(bounds, bounds[1:])])
+        chunks.append([(addr[a:b], size[a:b], kind[a:b]) for a, b in itertools.pairwise(bounds)])
     sim.run_step(chunks)
     return sim.finish(flush=flush)
 
@@ -213,7 +214,7 @@ def test_thread_streams_are_the_serial_multiset(kernel, params, cores):
     def accesses(chunks):
         out = Counter()
         for a, s, k in chunks:
-            out.update(zip(a.tolist(), s.tolist(), k.tolist()))
+            out.update(zip(a.tolist(), s.tolist(), k.tolist(), strict=True))
         return out
 
     serial = accesses(plan.chunks(reuse=False))
@@ -221,9 +222,9 @@ def test_thread_streams_are_the_serial_multiset(kernel, params, cores):
     for step in range(plan.steps):
         ranges = plan.thread_ranges(cores, step)
         sizes = [b - a for a, b in ranges]
-        assert all(x >= y for x, y in zip(sizes, sizes[1:]))  # the first ones larger
+        assert all(x >= y for x, y in itertools.pairwise(sizes))  # the first ones larger
         assert ranges[0][0] == step * plan.iterations // plan.steps
-        assert all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+        assert all(b == c for (_, b), (c, _) in itertools.pairwise(ranges))
         for a, b in ranges:
             union += accesses(plan.chunks(50, reuse=False, start=a, stop=b))
     assert union == serial

@@ -187,7 +187,8 @@ class HierarchyConfig:
         One core shares nothing; with several, the levels marked ``shared``, or
         the last level when none is marked (a one-level hierarchy: none).
 
-        >>> h = hierarchy({"name": "L1", "size": 256, "ways": 2}, {"name": "L2", "size": 1024, "ways": 4})
+        >>> h = hierarchy({"name": "L1", "size": 256, "ways": 2},
+        ...               {"name": "L2", "size": 1024, "ways": 4})
         >>> h.first_shared(1), h.first_shared(4)
         (2, 1)
         """

@@ -21,7 +21,7 @@ into chunks, only on the grain.
 >>> h = hierarchy({"name": "L1", "size": 128, "ways": 1}, {"name": "L2", "size": 1024, "ways": 4})
 >>> sim = MultiSimulator(h, 2, grain=1)
 >>> a = (np.array([0, 64]), np.array([8, 8]), np.array([0, 0]))
->>> sim.run_step([[a], [a]])        # both cores load lines 0 and 1
+>>> _ = sim.run_step([[a], [a]])    # both cores load lines 0 and 1
 >>> r = sim.finish()
 >>> r.levels[0].misses, r.levels[1].lookups, r.levels[1].misses   # L2 misses once a line
 (4, 4, 2)
@@ -30,8 +30,8 @@ into chunks, only on the grain.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -189,7 +189,8 @@ class MultiSimulator:
                         continue
                     addr, size, kind, straddles, pos = buf
                     take = min(need, addr.shape[0] - pos)
-                    a, sz, k = addr[pos : pos + take], size[pos : pos + take], kind[pos : pos + take]
+                    cut = slice(pos, pos + take)
+                    a, sz, k = addr[cut], size[cut], kind[cut]
                     if straddles:
                         a, sz, k = _split_lines(a, sz, k, lb)
                     self._run(c, 0, a, lb, sz, k)

@@ -450,6 +450,6 @@ def format_cores(result: SimResult) -> str:
     ]
     lines += ["  ".join(x.rjust(w) for x, w in zip(r, widths, strict=True)) for r in rows]
     if shared:
-        lines.append(f"(a shared level's own final flush is counted in its totals above, "
+        lines.append("(a shared level's own final flush is counted in its totals above, "
                      "not per core)")  # fmt: skip
     return "\n".join(lines)

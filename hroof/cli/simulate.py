@@ -297,7 +297,11 @@ def register(sub, machine_sub) -> None:
         "params",
         nargs="*",
         metavar="KEY=VALUE",
-        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest)",
+        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest); cores=P "
+        "splits the kernel's outer loop across P cores, each with its own private levels, "
+        "the shared ones (the last level unless the machine file marks shared = true) fed "
+        "round-robin grain=G accesses of each core at a time (default 1024; docs/cache-"
+        "model.md, 'Several cores')",
     )
     p.add_argument(
         "--trace",

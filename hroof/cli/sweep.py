@@ -191,7 +191,10 @@ def register(sub, machine_sub) -> None:
         "params",
         nargs="+",
         metavar="KEY=VALUES",
-        help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true)",
+        help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true); "
+        "cores=1,2,4 sweeps the number of cores the outer loop is split across (walls and "
+        "layer conditions for each; grain=G sets the round-robin grain; docs/cache-model.md, "
+        "'Several cores')",
     )
     machine_option(p)
     p.add_argument(

@@ -37,7 +37,8 @@ def simulate_kernel(
     kernel's exact count. ``sample_sets=K`` simulates 1/K of the sets
     exactly and scales by K (see :mod:`hroof.cachesim.sampling`). ``cores=P`` splits
     the kernel's outer loop across P threads, each on its own core, the shared levels
-    fed round-robin in grains of ``grain`` accesses (default 1024) (:mod:`hroof.cachesim.multicore`).
+    fed round-robin in grains of ``grain`` accesses (default 1024; see
+    :mod:`hroof.cachesim.multicore`).
 
     >>> r = simulate_kernel("triad", n=4096)
     >>> r.flops, r.levels[0].bytes // 4096      # 2 flops, 24 bytes an element

@@ -36,9 +36,9 @@ from hroof._base.errors import HroofError
 from hroof._base.toml import load_toml
 from hroof._base.units import format_bytes
 from hroof.cachesim import SimResult
+from hroof.machine.cores import check_cores
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.studies.executor import Executor, simulate_point, track
-from hroof.machine.cores import check_cores
 from hroof.studies.sweep import (
     MAX_POINTS,
     SweepPoint,
