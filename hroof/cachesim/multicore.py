@@ -64,6 +64,48 @@ _SHARED_FIELDS = (
 )
 
 
+_ENTRIES: dict = {}
+
+
+def _entry(fn, args):
+    """The compiled specialisation of the Numba dispatcher ``fn`` for ``args``.
+
+    A level pass takes four tuples of arrays, and the dispatcher resolves their
+    types on every call (about 20 us); a grain of 1024 accesses is simulated in
+    a few microseconds, so several cores call the passes directly. The
+    specialisation is looked up once per pass and per flag-word type (the only
+    argument type that differs between simulators; the callers pass contiguous
+    int64 addresses and sizes and uint8 kinds, as the single-core simulator does).
+    Without JIT (``NUMBA_DISABLE_JIT=1``) it is ``fn`` itself.
+    """
+    key = (id(fn), args[8].pages.dtype.str)
+    entry = _ENTRIES.get(key)
+    if entry is None:
+        entry = fn
+        overloads = getattr(fn, "overloads", None)
+        if overloads is not None:
+            fn(*args[:5], args[1].shape[0], *args[6:])  # compiles (or loads) it if needed
+            sig = tuple(fn.typeof_pyval(a) for a in args)
+            if sig in overloads:
+                entry = overloads[sig].entry_point
+        _ENTRIES[key] = entry
+    return entry
+
+
+def _pass(sim: Simulator, lvl: int, src, shift, size, kind, out) -> int:
+    """:meth:`Simulator._pass` without the dispatcher's type resolution (:func:`_entry`)."""
+    emit = lvl < len(sim.hierarchy.levels) - 1
+    fn = K.LEVEL_PASS[sim.classify, lvl == 0]
+    i = nout = 0
+    while i < src.shape[0]:
+        args = (lvl, src, shift, size, kind, i, sim._geo, sim._st, sim._fl, sim._sh, emit, out,
+                nout)  # fmt: skip
+        i, nout = _entry(fn, args)(*args)
+        if i < src.shape[0]:
+            sim._grow_flags(1)
+    return nout
+
+
 def check_cores(cores, grain=GRAIN) -> tuple[int, int]:
     """``cores`` and ``grain`` as positive integers, or a one-line error."""
     for name, value, top in (("cores", cores, MAX_CORES), ("grain", grain, 1 << 40)):
@@ -146,14 +188,27 @@ class MultiSimulator:
                 out = sim._out[lvl]
                 if out.ev.shape[0] < 2 * src.shape[0]:
                     out = sim._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-            nout = sim._pass(lvl, src, shift, size, kind, out)
+            nout = _pass(sim, lvl, src, shift, size, kind, out)
             src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
             lvl += 1
         if self._shared is not None and src.shape[0]:
             ctr = self._shared._st.ctr
             before = ctr[s:].copy()
-            self._shared._run_levels(s, src, 0, size, _NO_KIND)
+            self._run_shared(s, src, size)
             self._attr[c] += ctr[s:] - before
+
+    def _run_shared(self, lvl: int, src, size) -> None:
+        """Events through the shared levels from ``lvl`` down (``Simulator._run_levels``)."""
+        sh = self._shared
+        while lvl < self.nlev and src.shape[0]:
+            out = sh._out_dummy
+            if lvl < self.nlev - 1:
+                out = sh._out[lvl]
+                if out.ev.shape[0] < 2 * src.shape[0]:
+                    out = sh._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+            nout = _pass(sh, lvl, src, 0, size, _NO_KIND, out)
+            src, size = out.ev[:nout], out.size[:nout]
+            lvl += 1
 
     def run_step(self, streams: Sequence[Iterable[Chunk]], progress=None) -> float:
         """Simulate one time step: ``streams[c]`` is core ``c``'s chunks ``(addr, size,
@@ -230,7 +285,7 @@ class MultiSimulator:
                     out = K.Events(*_event_arrays(max(K.count_dirty(sh._geo, sh._st, lvl), 1)))
                 nout = K.flush_level(lvl, sh._geo, sh._st, sh._fl, self.classify, emit, out)
                 if nout:
-                    sh._run_levels(lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
+                    self._run_shared(lvl + 1, out.ev[:nout], out.size[:nout])
 
     def finish(
         self,
