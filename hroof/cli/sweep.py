@@ -104,7 +104,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
     import io
     import json
 
-    from hroof.studies.sweep import sweep_doc
+    from hroof.studies.sweep import sweep_doc, wall_param
 
     doc = sweep_doc(points, machine, walls)
     written = []
@@ -133,6 +133,16 @@ def _sweep_outputs(out: Path, points, machine, walls, vary) -> list[Path]:
 
         kernel = points[0].result.source.get("kernel")
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}")
+    elif "cores" in vary and wall_param(points) is not None:
+        # One roofline figure cannot hold P-core machines: the shared level's traffic
+        # against the size, per P, beside the layer conditions' walls.
+        from hroof.plots.cores import plot_cores
+        from hroof.studies.sweep import predicted_by_cores
+
+        param = wall_param(points)
+        fig = plot_cores(points, machine, param, predicted_by_cores(points, machine, param))
+        for ext in ("png", "svg"):
+            written.append(save_figure(fig, out / f"cores.{ext}"))
     elif not machine.missing():
         from hroof.plots import roofline as plots
 

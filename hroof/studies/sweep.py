@@ -283,6 +283,22 @@ def sweep_walls(
     return out
 
 
+def predicted_by_cores(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> dict[int, list[tuple[int, str]]]:
+    """Per core count, the ``(n, condition)`` walls the layer conditions predict for the
+    first shared level (empty for a kernel without layer conditions)."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    for cores in sorted({p.result.cores for p in points}):
+        group = [p for p in points if p.result.cores == cores]
+        shared = group[0].result.shared_levels
+        h = getattr(machine, "hierarchy", machine)
+        level = shared[0] if shared else h.levels[-1].name
+        out[cores] = [(w.n, w.condition) for w in all_predicted_walls(group, machine, param)
+                      if w.level == level and w.n]  # fmt: skip
+    return out
+
+
 def wall_param(points: list[SweepPoint]) -> str | None:
     """The parameter a sweep's walls are found along: the one whole-number parameter that
     varies besides ``cores`` (None when there is not exactly one)."""
