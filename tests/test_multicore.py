@@ -5,20 +5,26 @@ static split of the kernels' outer loops, chunking independence, P = 1 bit for b
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 
 import numpy as np
 import pytest
 from conftest import random_trace
-from helpers import lvl
+from helpers import assert_cli_bad as assert_bad
+from helpers import lvl, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import NaiveMultiCore
 
 from hroof._base.errors import HroofError
-from hroof.cachesim import HierarchyConfig, LevelConfig, hierarchy, simulate_arrays
+from hroof.cachesim import HierarchyConfig, LevelConfig, SimResult, hierarchy, simulate_arrays
 from hroof.cachesim.multicore import MultiSimulator
+from hroof.machine.cores import for_cores
+from hroof.machine.model import load_machine
+from hroof.roofline.layers import stencil_walls
 from hroof.studies.runs import simulate_kernel
+from hroof.studies.sweep import expand_grid, run_sweep, sweep_walls
 from hroof.traces import plan_kernel
 
 A, B, C, D = 0, 64, 128, 192  # lines 0..3 of 64 bytes
@@ -252,3 +258,70 @@ def test_refusals():
         simulate_kernel("triad", "teaching", n=64, cores=2, grain=0)
     with pytest.raises(Exception, match="shared levels must be the last"):
         hierarchy(lvl("L1", 1, 2), lvl("L2", 1, 2) | {"shared": True}, lvl("L3", 1, 4))
+
+
+# ------------------------------------------------------------------ command line, roofline
+
+
+def test_cli_simulate_cores_table_json_and_refusals(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=3", "--machine",
+                             "teaching", "-q")  # fmt: skip
+    assert code == 0, err
+    assert "3 cores (L3 shared" in out and "L3 lookups (shared)" in out
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=3", "grain=64",
+                             "--machine", "teaching", "--json", "-q")  # fmt: skip
+    d = json.loads(out)
+    assert (d["cores"], d["grain"], d["shared_levels"]) == (3, 64, ["L3"])
+    assert len(d["per_core"]) == 3
+    back = SimResult.from_dict(d)
+    assert back.per_core == tuple(d["per_core"]) and back.cores == 3
+    # The roofline of 3 cores: 3 x the teaching machine's 20 GFLOP/s peak.
+    assert d["analysis"]["roofline"]["peak_gflop_s"] == pytest.approx(60.0)
+    assert_bad(capsys, ["simulate", "stencil7", "cores=9", "--machine", "teaching"],
+               "cores=9", "8 cores")  # fmt: skip
+    assert_bad(capsys, ["simulate", "spmv", "cores=2", "--machine", "teaching"], "outer loop")
+    assert_bad(capsys, ["simulate", "triad", "cores=0", "--machine", "teaching"], "cores")
+    assert_bad(capsys, ["simulate", "triad", "cores=2", "--sample-sets", "1/4", "--machine",
+                        "teaching"], "sampl")  # fmt: skip
+
+
+def test_old_results_load_as_one_core():
+    d = simulate_kernel("triad", "teaching", n=64).to_dict()
+    assert "cores" not in d and "per_core" not in d
+    r = SimResult.from_dict(d)
+    assert (r.cores, r.grain, r.shared_levels, r.per_core) == (1, None, (), None)
+
+
+def test_for_cores_figures():
+    m = load_machine("teaching")
+    four = for_cores(m, 4)
+    assert four.peak == 80.0 and four.cores == 4
+    assert four.bandwidths == (400.0, 200.0, 100.0)  # L3: 4 x 25, no socket cap given
+    assert four.memory_bandwidth == 30.0  # min(4 x 10, the socket's 30)
+    assert [c.value for c in four.ceilings] == [4 * c.value for c in m.ceilings]
+    assert for_cores(m, 1) is m
+    with pytest.raises(HroofError, match="8 cores"):
+        for_cores(m, 9)
+
+
+def test_layer_conditions_divide_the_shared_capacity():
+    h = load_machine("teaching").hierarchy
+    walls = {P: {(w.level, w.condition): w.n for w in stencil_walls({}, h, cores=P)}
+             for P in (1, 2, 4)}  # fmt: skip
+    assert [walls[P][("L3", "3D")] for P in (1, 2, 4)] == [88, 62, 43]
+    assert walls[4][("L2", "3D")] == walls[1][("L2", "3D")] == 30  # private: unchanged
+    # 4 cores, L3 of 256 KiB: each core's share is 64 KiB, as one core with a 64 KiB L3.
+    small = hierarchy({"name": "L1", "size": 65536, "ways": 16})
+    assert walls[4][("L3", "3D")] == stencil_walls({}, small)[0].n
+
+
+@pytest.mark.slow
+def test_sweep_walls_move_with_cores(tmp_path, monkeypatch):
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path))
+    grid = expand_grid("stencil7", {"n": "40,48,64,96", "cores": "1,4"})
+    h = load_machine("teaching")
+    points = run_sweep("stencil7", grid, h.hierarchy, classify=False, workers=1)
+    assert [p.params["cores"] for p in points] == [1, 4] * 4
+    walls = [(w.cores, w.level, w.before, w.after, w.predicted) for w in
+             sweep_walls(points, h, "n") if w.level == "L3"]  # fmt: skip
+    assert walls == [(1, "L3", 64, 96, 88), (4, "L3", 40, 48, 43)]
