@@ -92,13 +92,16 @@ def _entry(fn, args):
     return entry
 
 
-def _pass(sim: Simulator, lvl: int, src, shift, size, kind, out) -> int:
-    """:meth:`Simulator._pass` without the dispatcher's type resolution (:func:`_entry`)."""
+def _pass(sim: Simulator, lvl: int, src, shift, size, kind, out, st=None) -> int:
+    """:meth:`Simulator._pass` without the dispatcher's type resolution (:func:`_entry`);
+    ``st`` replaces the simulator's state (the shared levels count into each core's own
+    counters)."""
     emit = lvl < len(sim.hierarchy.levels) - 1
     fn = K.LEVEL_PASS[sim.classify, lvl == 0]
+    st = sim._st if st is None else st
     i = nout = 0
     while i < src.shape[0]:
-        args = (lvl, src, shift, size, kind, i, sim._geo, sim._st, sim._fl, sim._sh, emit, out,
+        args = (lvl, src, shift, size, kind, i, sim._geo, st, sim._fl, sim._sh, emit, out,
                 nout)  # fmt: skip
         i, nout = _entry(fn, args)(*args)
         if i < src.shape[0]:
@@ -172,7 +175,11 @@ class MultiSimulator:
         self._result_sim = Simulator(hierarchy, classify=classify)
         self._shared = self._result_sim if s < self.nlev else None
         self._core = np.zeros((cores, K.NCORE), dtype=np.int64)
-        self._attr = np.zeros((cores, max(self.nlev - s, 1), K.NCTR), dtype=np.int64)
+        # The shared levels' counters, one array per core: each core's events count into
+        # its own (its share), the shared levels' own flush into the simulator's.
+        sst = self._result_sim._st
+        self._attr = [np.zeros_like(sst.ctr) for _ in range(cores)]
+        self._core_st = [K.State(sst.tags, a, sst.core) for a in self._attr]
         self._simulate_s = 0.0
         self._finished = False
 
@@ -192,13 +199,11 @@ class MultiSimulator:
             src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
             lvl += 1
         if self._shared is not None and src.shape[0]:
-            ctr = self._shared._st.ctr
-            before = ctr[s:].copy()
-            self._run_shared(s, src, size)
-            self._attr[c] += ctr[s:] - before
+            self._run_shared(s, src, size, self._core_st[c])
 
-    def _run_shared(self, lvl: int, src, size) -> None:
-        """Events through the shared levels from ``lvl`` down (``Simulator._run_levels``)."""
+    def _run_shared(self, lvl: int, src, size, st) -> None:
+        """Events through the shared levels from ``lvl`` down (``Simulator._run_levels``),
+        counted in ``st``."""
         sh = self._shared
         while lvl < self.nlev and src.shape[0]:
             out = sh._out_dummy
@@ -206,7 +211,7 @@ class MultiSimulator:
                 out = sh._out[lvl]
                 if out.ev.shape[0] < 2 * src.shape[0]:
                     out = sh._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-            nout = _pass(sh, lvl, src, 0, size, _NO_KIND, out)
+            nout = _pass(sh, lvl, src, 0, size, _NO_KIND, out, st)
             src, size = out.ev[:nout], out.size[:nout]
             lvl += 1
 
@@ -261,7 +266,8 @@ class MultiSimulator:
         if self._shared is not None:
             self._shared.reset_counters()
         self._core[:] = 0
-        self._attr[:] = 0
+        for a in self._attr:
+            a[:] = 0
 
     def _flush(self) -> None:
         """Core by core, its private levels from L1 down (what they write back goes on
@@ -285,7 +291,7 @@ class MultiSimulator:
                     out = K.Events(*_event_arrays(max(K.count_dirty(sh._geo, sh._st, lvl), 1)))
                 nout = K.flush_level(lvl, sh._geo, sh._st, sh._fl, self.classify, emit, out)
                 if nout:
-                    self._run_shared(lvl + 1, out.ev[:nout], out.size[:nout])
+                    self._run_shared(lvl + 1, out.ev[:nout], out.size[:nout], sh._st)
 
     def finish(
         self,
@@ -314,7 +320,7 @@ class MultiSimulator:
         for sim in self._sims:
             ctr[:s] += sim._st.ctr[:s]
         if self._shared is not None:
-            ctr[s:] = self._shared._st.ctr[s:]
+            ctr[s:] = self._shared._st.ctr[s:] + sum(a[s:] for a in self._attr)
         res = self._result_sim._result(
             flush=flush, flops=None if flops is None else int(flops), source=source or {},
             trace_s=trace_s, ctr=ctr, core=self._core.sum(axis=0),
@@ -353,7 +359,7 @@ class MultiSimulator:
             private.append(d)
         shared = []
         for j, lv in enumerate(self.hierarchy.levels[self.first_shared :]):
-            row = self._attr[c, j]
+            row = self._attr[c][self.first_shared + j]
             d = {"name": lv.name, **{f: int(row[k]) for f, k in _SHARED_FIELDS}}
             d["hits"] = d["lookups"] - d["misses"]
             shared.append(d)
