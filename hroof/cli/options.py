@@ -186,7 +186,16 @@ def kernel_run(name: str, assignments: list[str]):
 
 
 def kernel_plan(name: str, assignments: list[str]):
-    """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
+    """Bind a registered kernel to command-line ``KEY=VALUE`` words (no run words: a
+    command that takes ``cores=P`` uses :func:`kernel_run`)."""
     from hroof.traces import get_kernel, parse_assignments
+    from hroof.traces.kernels import RUN_WORDS
 
-    return get_kernel(name).bind(**parse_assignments(assignments))
+    values = parse_assignments(assignments)
+    for word in RUN_WORDS:
+        if word in values:
+            raise HroofError(
+                f"{word}= is for hroof simulate, sweep and study (this command runs one "
+                "stream on one core)"
+            )
+    return get_kernel(name).bind(**values)
