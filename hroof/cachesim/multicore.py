@@ -64,49 +64,52 @@ _SHARED_FIELDS = (
 )
 
 
-_ENTRIES: dict = {}
-
-
 def _entry(fn, args):
     """The compiled specialisation of the Numba dispatcher ``fn`` for ``args``.
 
     A level pass takes four tuples of arrays, and the dispatcher resolves their
     types on every call (about 20 us); a grain of 1024 accesses is simulated in
-    a few microseconds, so several cores call the passes directly. The
-    specialisation is looked up once per pass and per flag-word type (the only
-    argument type that differs between simulators; the callers pass contiguous
-    int64 addresses and sizes and uint8 kinds, as the single-core simulator does).
-    Without JIT (``NUMBA_DISABLE_JIT=1``) it is ``fn`` itself.
+    a few microseconds, so several cores call the passes directly: the
+    specialisation is looked up once per simulator and level (the callers always
+    pass contiguous int64 addresses, sizes and events and uint8 kinds, as the
+    single-core simulator does, so the types never change). Without JIT
+    (``NUMBA_DISABLE_JIT=1``) it is ``fn`` itself.
     """
-    key = (id(fn), args[8].pages.dtype.str)
-    entry = _ENTRIES.get(key)
-    if entry is None:
-        entry = fn
-        overloads = getattr(fn, "overloads", None)
-        if overloads is not None:
-            fn(*args[:5], args[1].shape[0], *args[6:])  # compiles (or loads) it if needed
-            sig = tuple(fn.typeof_pyval(a) for a in args)
-            if sig in overloads:
-                entry = overloads[sig].entry_point
-        _ENTRIES[key] = entry
-    return entry
+    overloads = getattr(fn, "overloads", None)
+    if overloads is None:
+        return fn
+    fn(*args[:5], args[1].shape[0], *args[6:])  # compiles (or loads) it; simulates nothing
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    return overloads[sig].entry_point if sig in overloads else fn
 
 
-def _pass(sim: Simulator, lvl: int, src, shift, size, kind, out, st=None) -> int:
-    """:meth:`Simulator._pass` without the dispatcher's type resolution (:func:`_entry`);
-    ``st`` replaces the simulator's state (the shared levels count into each core's own
-    counters)."""
-    emit = lvl < len(sim.hierarchy.levels) - 1
-    fn = K.LEVEL_PASS[sim.classify, lvl == 0]
-    st = sim._st if st is None else st
-    i = nout = 0
-    while i < src.shape[0]:
-        args = (lvl, src, shift, size, kind, i, sim._geo, st, sim._fl, sim._sh, emit, out,
-                nout)  # fmt: skip
-        i, nout = _entry(fn, args)(*args)
-        if i < src.shape[0]:
-            sim._grow_flags(1)
-    return nout
+class _Passes:
+    """A simulator's level passes, called as :meth:`Simulator._pass` does but through
+    :func:`_entry`; ``st`` replaces the simulator's state (the shared levels count
+    each core's events in that core's own counters)."""
+
+    def __init__(self, sim: Simulator):
+        self.sim = sim
+        n = len(sim.hierarchy.levels)
+        self.emit = [lvl < n - 1 for lvl in range(n)]
+        self.fns = [K.LEVEL_PASS[sim.classify, lvl == 0] for lvl in range(n)]
+        self.entries: list = [None] * n
+
+    def run(self, lvl: int, src, shift, size, kind, out, st=None) -> int:
+        sim = self.sim
+        st = sim._st if st is None else st
+        n = src.shape[0]
+        i = nout = 0
+        while i < n:
+            args = (lvl, src, shift, size, kind, i, sim._geo, st, sim._fl, sim._sh,
+                    self.emit[lvl], out, nout)  # fmt: skip
+            entry = self.entries[lvl]
+            if entry is None:
+                entry = self.entries[lvl] = _entry(self.fns[lvl], args)
+            i, nout = entry(*args)
+            if i < n:
+                sim._grow_flags(1)
+        return nout
 
 
 def check_cores(cores, grain=GRAIN) -> tuple[int, int]:
@@ -170,10 +173,12 @@ class MultiSimulator:
         else:
             private = hierarchy
         self._sims = [Simulator(private, classify=classify) for _ in range(cores)]
+        self._passes = [_Passes(sim) for sim in self._sims]
         # The shared levels run in a whole-hierarchy simulator whose private levels stay
         # empty; it also builds the result.
         self._result_sim = Simulator(hierarchy, classify=classify)
         self._shared = self._result_sim if s < self.nlev else None
+        self._shared_passes = _Passes(self._result_sim)
         self._core = np.zeros((cores, K.NCORE), dtype=np.int64)
         # The shared levels' counters, one array per core: each core's events count into
         # its own (its share), the shared levels' own flush into the simulator's.
@@ -188,6 +193,7 @@ class MultiSimulator:
         """Events (or, at L1, accesses) of core ``c`` through its private levels from
         ``lvl`` down, then what leaves the last one through the shared levels."""
         sim = self._sims[c]
+        passes = self._passes[c]
         s = self.first_shared
         while lvl < s and src.shape[0]:
             out = sim._out_dummy
@@ -195,7 +201,7 @@ class MultiSimulator:
                 out = sim._out[lvl]
                 if out.ev.shape[0] < 2 * src.shape[0]:
                     out = sim._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-            nout = _pass(sim, lvl, src, shift, size, kind, out)
+            nout = passes.run(lvl, src, shift, size, kind, out)
             src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
             lvl += 1
         if self._shared is not None and src.shape[0]:
@@ -211,7 +217,7 @@ class MultiSimulator:
                 out = sh._out[lvl]
                 if out.ev.shape[0] < 2 * src.shape[0]:
                     out = sh._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-            nout = _pass(sh, lvl, src, 0, size, _NO_KIND, out, st)
+            nout = self._shared_passes.run(lvl, src, 0, size, _NO_KIND, out, st)
             src, size = out.ev[:nout], out.size[:nout]
             lvl += 1
 
