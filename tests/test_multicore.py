@@ -325,3 +325,24 @@ def test_sweep_walls_move_with_cores(tmp_path, monkeypatch):
     walls = [(w.cores, w.level, w.before, w.after, w.predicted) for w in
              sweep_walls(points, h, "n") if w.level == "L3"]  # fmt: skip
     assert walls == [(1, "L3", 64, 96, 88), (4, "L3", 40, 48, 43)]
+
+
+@pytest.mark.parametrize("cores,grain", [(2, 7), (3, 64)])
+def test_time_steps_keep_their_barrier_against_the_naive_twin(cores, grain):
+    # Two time steps of a 5^3 stencil: each step's threads run round-robin, and no core
+    # starts step 2 before every core has finished step 1 (the twin runs the steps one
+    # after the other in the same way).
+    levels = [lvl("L1", 2, 2), lvl("L2", 4, 4), lvl("L3", 8, 4)]
+    plan = plan_kernel("stencil7", n=5, sweeps=2)
+    fast = simulate_kernel(plan, _levels(levels), cores=cores, grain=grain, chunk_size=100)
+    m = NaiveMultiCore(levels, cores, _levels(levels).first_shared(cores))
+    for step in range(plan.steps):
+        streams = []
+        for a, b in plan.thread_ranges(cores, step):
+            accesses = []
+            for addr, size, kind in plan.chunks(reuse=False, start=a, stop=b):
+                accesses += list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+            streams.append(accesses)
+        m.run_step(streams, grain)
+    m.flush()
+    _compare(fast, m.result())
