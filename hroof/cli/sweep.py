@@ -76,6 +76,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             len(points), label="measure", enabled=False if args.quiet else None, unit="points"
         ) as bar:
             points = measure_points(args.kernel, points, min_time=args.min_time, progress=bar)
+    counts = {p.result.cores for p in points}
+    if len(counts) == 1 and min(counts) > 1:  # every point on P cores: the P-core figures
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, min(counts))
     vary = varying(points)
     walls = []
     along = wall_param(points)
