@@ -250,6 +250,21 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
     ]
     if machine.missing():
         items.append(("unknown", ", ".join(machine.missing())))
+    if machine.socket_cores is not None or machine.cores != 1:
+        # What a cores = P run uses (docs/cache-model.md, "Several cores").
+        text = f"figures for {machine.cores} core{'s' * (machine.cores != 1)}"
+        if machine.socket_cores is not None:
+            text += f"; runs on up to {machine.socket_cores} (cores=P)"
+        caps = [
+            f"{lv.name} {bw:g} GB/s"
+            for lv, bw in zip(machine.hierarchy.levels, machine.socket_bandwidths, strict=False)
+            if bw
+        ]
+        if machine.memory_bandwidth_socket is not None:
+            caps.append(f"{machine.memory_name} {machine.memory_bandwidth_socket:g} GB/s")
+        if caps:
+            text += "; socket bandwidths " + ", ".join(caps)
+        items.append(("cores", text))  # fmt: skip
     if machine.energy is not None:
         e = machine.energy
         parts = []

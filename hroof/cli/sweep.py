@@ -40,7 +40,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hroof.traces.kernels import split_run_words
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
-    most = max((split_run_words(p)[1].get("cores", 1) for p in grid), default=1)
+    counts = {split_run_words(p)[1].get("cores", 1) for p in grid}
     if args.measure:
         from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
@@ -54,12 +54,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.min_time is not None:
             raise HroofError("--min-time is for --measure")
         machine = load_machine(args.machine)
-    if most > 1:
+    if max(counts) > 1:
         from hroof.machine.cores import check_cores
 
         if args.measure:
             raise HroofError("--measure runs one thread; it does not combine with cores > 1")
-        check_cores(machine, most)
+        for cores in sorted(counts):
+            check_cores(machine, cores)
     with (
         open_engine(args) as engine,
         Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,

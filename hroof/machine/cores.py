@@ -25,6 +25,11 @@ def max_cores(machine: Machine) -> int:
 def check_cores(machine: Machine, cores: int) -> None:
     """A one-line error when ``machine`` has fewer than ``cores`` cores."""
     limit = max_cores(machine)
+    if cores > 1 and machine.cores not in (1, cores):
+        raise ConfigError(
+            f"cores={cores}: machine {machine.name}'s figures are for {machine.cores} cores "
+            "([machine] cores); a cores = P run needs a machine file of one core's figures"
+        )
     if cores > limit:
         where = f" ({machine.source})" if machine.source else ""
         raise ConfigError(
@@ -48,13 +53,8 @@ def for_cores(machine: Machine, cores: int) -> Machine:
     (307.2, 1023.56, 57.28)
     """
     check_cores(machine, cores)
-    if cores == 1:
+    if cores == 1 or machine.cores == cores:
         return machine
-    if machine.cores != 1:
-        raise ConfigError(
-            f"machine {machine.name}'s figures are for {machine.cores} cores already "
-            "([machine] cores); a cores = P roofline needs one core's figures"
-        )
     first = machine.hierarchy.first_shared(cores)
     socket = list(machine.socket_bandwidths) + [None] * len(machine.bandwidths)
     bws = tuple(

@@ -326,7 +326,7 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
     P-core figures (:func:`hroof.machine.cores.for_cores`).
     """
     _check(result, machine)
-    if result.cores > 1 and machine.cores == 1:
+    if result.cores > 1 and machine.cores != result.cores:
         from hroof.machine.cores import for_cores
 
         machine = for_cores(machine, result.cores)

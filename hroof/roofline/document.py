@@ -29,7 +29,7 @@ def analysis_doc(result: SimResult, machine: Machine) -> dict:
     """
     from hroof.roofline.guidance import guidance
 
-    if result.cores > 1 and machine.cores == 1:  # a cores = P run: the P-core figures
+    if result.cores > 1 and machine.cores != result.cores:  # a cores = P run: the P-core figures
         from hroof.machine.cores import for_cores
 
         machine = for_cores(machine, result.cores)
