@@ -800,3 +800,100 @@ def naive_coalescing(addrs, sizes, per_thread=1, segments=(32, 64, 128), warp=32
         for s in segments:
             tr[s] += len({b // s for b in touched})
     return count, used, tr
+
+
+# ============================================================================ several cores
+#: Counters of a shared level attributed to the core whose access caused them.
+SHARED_FIELDS = (
+    "lookups", "misses", "write_allocate_fills", "writebacks_in", "writebacks", "invalidations",
+)  # fmt: skip
+
+
+class NaiveMultiCore:
+    """``cores`` private copies of the levels above ``first_shared`` and one copy of
+    the levels from it down (docs/cache-model.md, "Several cores").
+
+    Each core is a :class:`NaiveHierarchy` whose level list holds its own private
+    :class:`NaiveLevel` objects followed by the *same* shared objects, so a core's
+    access recurses from its L1 into the one shared copy, access by access.
+    """
+
+    def __init__(self, levels, cores, first_shared):
+        if hasattr(levels, "levels"):
+            levels = levels.levels
+        self.cores = cores
+        self.s = first_shared
+        proto = [NaiveHierarchy(levels) for _ in range(cores)]
+        shared = proto[0].levels[first_shared:]
+        for h in proto:
+            h.levels[first_shared:] = shared
+        self.h = proto
+        self.attr = [{lv.name: dict.fromkeys(SHARED_FIELDS, 0) for lv in shared}
+                     for _ in range(cores)]  # fmt: skip
+
+    def access(self, c, addr, size, kind):
+        """One access of core ``c``; its effects on the shared levels are counted for it."""
+        shared = self.h[c].levels[self.s :]
+        before = [[getattr(lv, f) for f in SHARED_FIELDS] for lv in shared]
+        self.h[c].access(addr, size, kind)
+        for lv, old in zip(shared, before, strict=True):
+            for f, v in zip(SHARED_FIELDS, old, strict=True):
+                self.attr[c][lv.name][f] += getattr(lv, f) - v
+
+    def run_step(self, streams, grain):
+        """One time step: ``streams[c]`` lists core ``c``'s accesses; round-robin in grains
+        of ``grain`` accesses, a core whose stream has ended skipped."""
+        pos = [0] * self.cores
+        while any(pos[c] < len(streams[c]) for c in range(self.cores)):
+            for c in range(self.cores):
+                for addr, size, kind in streams[c][pos[c] : pos[c] + grain]:
+                    self.access(c, int(addr), int(size), int(kind))
+                pos[c] = min(pos[c] + grain, len(streams[c]))
+
+    def _flush_level(self, c, i):
+        h = self.h[c]
+        for s in h.levels[i].sets:
+            for line in list(s):  # least recently used first
+                if s[line]:
+                    s[line] = False
+                    h._send_writeback(i, line)
+
+    def flush(self):
+        """Core by core its private levels from L1 down; then the shared levels."""
+        for c in range(self.cores):
+            shared = self.h[c].levels[self.s :]
+            before = [[getattr(lv, f) for f in SHARED_FIELDS] for lv in shared]
+            for i in range(self.s):
+                self._flush_level(c, i)
+            for lv, old in zip(shared, before, strict=True):
+                for f, v in zip(SHARED_FIELDS, old, strict=True):
+                    self.attr[c][lv.name][f] += getattr(lv, f) - v
+        for i in range(self.s, len(self.h[0].levels)):
+            self._flush_level(0, i)
+
+    def result(self, classify=True):
+        """The hierarchy's totals (private levels summed over the cores), shaped like
+        :meth:`NaiveHierarchy.result`, plus ``per_core``: each core's private levels and
+        its share of the shared levels' counters."""
+        each = [h.result(classify=classify) for h in self.h]
+        out = self.h[0].result(classify=classify)  # a fresh copy: totals go into it
+        out["core"] = {k: sum(r["core"][k] for r in each) for k in out["core"]}
+        for i, lv in enumerate(out["levels"]):
+            if i <= self.s:
+                keys = [k for k in lv if k != "name"] if i < self.s else ["bytes"]
+                for k in keys:
+                    if isinstance(lv[k], dict):
+                        lv[k] = {p: sum(r["levels"][i][k][p] for r in each) for p in lv[k]}
+                    elif lv[k] is not None:
+                        lv[k] = sum(r["levels"][i][k] for r in each)
+        if self.s == len(out["levels"]):
+            for k in out["memory"]:
+                out["memory"][k] = sum(r["memory"][k] for r in each)
+        else:  # one last level; every core's NT-store bytes go to memory
+            nt = sum(r["core"]["bytes_nt"] for r in each[1:])
+            out["memory"]["bytes_written"] += nt
+            out["memory"]["bytes"] += nt
+        out["per_core"] = [
+            {"private": r["levels"][: self.s], "shared": self.attr[c]} for c, r in enumerate(each)
+        ]
+        return out

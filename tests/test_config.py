@@ -403,7 +403,8 @@ def test_load_machine_unknown_key_suggests(machine_file, text, key, suggestion):
 
 def test_load_machine_unknown_key_without_suggestion(machine_file):
     path = machine_file(LEVEL + "[memory]\nzzzzzz = 1\n")
-    with raises("unknown key 'zzzzzz'", "allowed: bandwidth, ceilings, latency, name"):
+    allowed = "allowed: bandwidth, bandwidth_socket, ceilings, latency, name"
+    with raises("unknown key 'zzzzzz'", allowed):
         load_machine(path)
 
 

@@ -73,6 +73,10 @@ class LevelConfig:
         "Inclusion policies"): ``"nine"`` (default: non-inclusive,
         non-exclusive), ``"exclusive"``, ``"victim"`` or ``"inclusive"``.
         L1 has no level above it and must be ``"nine"``.
+    shared : bool
+        With ``cores > 1``, one copy of this level serves every core (the
+        levels above it are each core's own; docs/cache-model.md, "Several
+        cores"). No level marked: the last level is shared.
     """
 
     name: str
@@ -82,6 +86,7 @@ class LevelConfig:
     write_allocate: bool = True
     bandwidth: float | None = None
     inclusion: str = "nine"
+    shared: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -101,6 +106,8 @@ class LevelConfig:
             raise ConfigError(
                 f"{self.name} write_allocate must be true or false, got {self.write_allocate!r}"
             )
+        if not isinstance(self.shared, bool):
+            raise ConfigError(f"{self.name} shared must be true or false, got {self.shared!r}")
         if self.inclusion not in INCLUSION_POLICIES:
             raise ConfigError(
                 f"{self.name} inclusion must be one of {', '.join(INCLUSION_POLICIES)}, got "
@@ -165,6 +172,33 @@ class HierarchyConfig:
                 f"{levels[0].name} is the first level: nothing above it to include or exclude, "
                 f"so its inclusion must be 'nine', got {levels[0].inclusion!r}"
             )
+        marked = [i for i, lvl in enumerate(levels) if lvl.shared]
+        if marked and marked != list(range(marked[0], len(levels))):
+            raise ConfigError(
+                "shared levels must be the last ones (a level below a shared one is shared "
+                f"too); shared: {', '.join(levels[i].name for i in marked)}"
+            )
+        if levels[0].shared:
+            raise ConfigError(f"{levels[0].name} is the first level: each core has its own")
+
+    def first_shared(self, cores: int) -> int:
+        """Index of the first level shared by ``cores`` cores (``len(levels)``: none).
+
+        One core shares nothing; with several, the levels marked ``shared``, or
+        the last level when none is marked (a one-level hierarchy: none).
+
+        >>> h = hierarchy({"name": "L1", "size": 256, "ways": 2},
+        ...               {"name": "L2", "size": 1024, "ways": 4})
+        >>> h.first_shared(1), h.first_shared(4)
+        (2, 1)
+        """
+        n = len(self.levels)
+        if cores <= 1:
+            return n
+        marked = [i for i, lvl in enumerate(self.levels) if lvl.shared]
+        if marked:
+            return marked[0]
+        return n - 1 if n > 1 else n
 
     @property
     def plain(self) -> bool:
@@ -207,7 +241,9 @@ def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyCon
 #: The keys of a ``[[level]]`` table that the simulator reads. A machine file's other
 #: keys (bandwidths, ceilings, ``[compute]``, ``[energy]``, ...) belong to the machine
 #: schema (:mod:`hroof.machine.model`), which validates the whole file once.
-LEVEL_KEYS = frozenset({"name", "size", "ways", "line", "write_allocate", "bandwidth", "inclusion"})
+LEVEL_KEYS = frozenset(
+    {"name", "size", "ways", "line", "write_allocate", "bandwidth", "inclusion", "shared"}
+)
 
 
 def _check_keys(table: dict, allowed, where: str) -> None:
@@ -238,6 +274,7 @@ def _level_from_table(
             write_allocate=table.get("write_allocate", True),
             bandwidth=table.get("bandwidth"),
             inclusion=table.get("inclusion", "nine"),
+            shared=table.get("shared", False),
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

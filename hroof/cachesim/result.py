@@ -164,6 +164,14 @@ class SimResult:
     sampling: dict[str, Any] | None = None
     #: Threads the simulation ran on (2: L1 beside the levels below; same counts).
     threads: int = 1
+    #: Several cores (docs/cache-model.md, "Several cores"): the number of cores, the
+    #: round-robin grain (accesses), the names of the shared levels, and per core its
+    #: issued accesses, its private levels' counters and its share of the shared
+    #: levels' (JSON-ready dicts). A single-core run: 1, None, (), None.
+    cores: int = 1
+    grain: int | None = None
+    shared_levels: tuple[str, ...] = ()
+    per_core: tuple[dict, ...] | None = None
 
     @property
     def accesses(self) -> int:
@@ -197,6 +205,11 @@ class SimResult:
         }
         if self.sampling is not None:
             d["sampling"] = dict(self.sampling)
+        if self.per_core is not None:
+            d["cores"] = self.cores
+            d["grain"] = self.grain
+            d["shared_levels"] = list(self.shared_levels)
+            d["per_core"] = [dict(c) for c in self.per_core]
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -245,4 +258,8 @@ class SimResult:
             machine=d.get("machine"),
             sampling=d.get("sampling"),
             threads=options.get("threads", 1),
+            cores=int(d.get("cores", 1)),
+            grain=d.get("grain"),
+            shared_levels=tuple(d.get("shared_levels", ())),
+            per_core=None if d.get("per_core") is None else tuple(d["per_core"]),
         )

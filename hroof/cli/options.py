@@ -187,8 +187,27 @@ def simulation_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def kernel_plan(name: str, assignments: list[str]):
-    """Bind a registered kernel to command-line ``KEY=VALUE`` words."""
+def kernel_run(name: str, assignments: list[str]):
+    """Bind a kernel to ``KEY=VALUE`` words that may include the run words ``cores=P`` and
+    ``grain=G``; returns the plan and ``{"cores": P, "grain": G}`` (those given)."""
     from hroof.traces import get_kernel, parse_assignments
+    from hroof.traces.kernels import split_run_words
 
-    return get_kernel(name).bind(**parse_assignments(assignments))
+    params, run = split_run_words(parse_assignments(assignments))
+    return get_kernel(name).bind(**params), run
+
+
+def kernel_plan(name: str, assignments: list[str]):
+    """Bind a registered kernel to command-line ``KEY=VALUE`` words (no run words: a
+    command that takes ``cores=P`` uses :func:`kernel_run`)."""
+    from hroof.traces import get_kernel, parse_assignments
+    from hroof.traces.kernels import RUN_WORDS
+
+    values = parse_assignments(assignments)
+    for word in RUN_WORDS:
+        if word in values:
+            raise HroofError(
+                f"{word}= is for hroof simulate, sweep and study (this command runs one "
+                "stream on one core)"
+            )
+    return get_kernel(name).bind(**values)

@@ -102,6 +102,9 @@ def format_result(
     ]
     if result.threads == 2:
         options.append("two threads (L1 beside the levels below; the same counts as one)")
+    if result.per_core is not None:
+        shared = ", ".join(result.shared_levels) or "no level"
+        options.append(f"{result.cores} cores ({shared} shared; totals over the cores below)")
     tm = result.timing
     sim_s = float(tm.get("simulate_s", 0.0))
     trace_s = float(tm.get("trace_s", 0.0))
@@ -252,6 +255,21 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
     ]
     if machine.missing():
         items.append(("unknown", ", ".join(machine.missing())))
+    if machine.socket_cores is not None or machine.cores != 1:
+        # What a cores = P run uses (docs/cache-model.md, "Several cores").
+        text = f"figures for {machine.cores} core{'s' * (machine.cores != 1)}"
+        if machine.socket_cores is not None:
+            text += f"; runs on up to {machine.socket_cores} (cores=P)"
+        caps = [
+            f"{lv.name} {bw:g} GB/s"
+            for lv, bw in zip(machine.hierarchy.levels, machine.socket_bandwidths, strict=False)
+            if bw
+        ]
+        if machine.memory_bandwidth_socket is not None:
+            caps.append(f"{machine.memory_name} {machine.memory_bandwidth_socket:g} GB/s")
+        if caps:
+            text += "; socket bandwidths " + ", ".join(caps)
+        items.append(("cores", text))  # fmt: skip
     if machine.energy is not None:
         e = machine.energy
         parts = []
@@ -442,3 +460,33 @@ def measured_cells(point, machine) -> list[str]:
         c = compare(point.result, m["gflop_s"], machine)
         cells += [f"{c.ratio:.2f}", c.verdict] if c else ["-", "no flops"]
     return cells
+
+
+def format_cores(result: SimResult) -> str:
+    """A result of several cores (``cores = P``): per core, the accesses it issued, its
+    private levels' lookups and misses, and its share of each shared level's lookups and
+    misses (docs/cache-model.md, "Several cores")."""
+    private = [lv["name"] for lv in result.per_core[0]["private"]]
+    shared = [lv["name"] for lv in result.per_core[0]["shared"]]
+    head = ["core", "accesses"]
+    head += [f"{n} {w}" for n in private for w in ("lookups", "misses")]
+    head += [f"{n} {w} (shared)" for n in shared for w in ("lookups", "misses")]
+    rows = []
+    for c in result.per_core:
+        issued = c["issued"]
+        row = [str(c["core"]), f"{issued['loads'] + issued['stores'] + issued['nt_stores']:,}"]
+        for lv in (*c["private"], *c["shared"]):
+            row += [f"{lv['lookups']:,}", f"{lv['misses']:,}"]
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [
+        f"{result.cores} cores, each with its own {', '.join(private) or 'no level'}; "
+        f"{', '.join(shared) or 'no level'} shared, fed round-robin {result.grain:,} "
+        "accesses of each core at a time:",
+        "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)),
+    ]
+    lines += ["  ".join(x.rjust(w) for x, w in zip(r, widths, strict=True)) for r in rows]
+    if shared:
+        lines.append("(a shared level's own final flush is counted in its totals above, "
+                     "not per core)")  # fmt: skip
+    return "\n".join(lines)

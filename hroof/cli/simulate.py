@@ -19,6 +19,7 @@ from hroof.cli.options import (
     chunk_option,
     flops_count,
     kernel_plan,
+    kernel_run,
     machine_option,
     model_option,
     positive_int,
@@ -27,7 +28,7 @@ from hroof.cli.options import (
     simulation_options,
     trace_format,
 )
-from hroof.cli.results import format_kernels, format_result
+from hroof.cli.results import format_cores, format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
 from hroof.traces import FORMATS, count_accesses, detect_format, iter_trace
@@ -79,8 +80,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             if getattr(args, option) is not None:
                 flag = "--" + option.replace("_", "-")
                 raise HroofError(f"{flag} is for --trace; a kernel knows its own")
-        plan = kernel_plan(args.kernel, args.params)
+        plan, run = kernel_run(args.kernel, args.params)
         machine = _model(resolve_machine(args.machine), args.model)
+        cores = run.get("cores", 1)
+        if cores > 1 and machine.source is not None:
+            from hroof.machine.cores import check_cores
+            from hroof.roofline import load_machine
+
+            check_cores(load_machine(machine.source), cores)
         check_plan(plan, machine.line_bits, classify=not args.no_classify)
         from hroof.studies.runs import auto_threads, simulate_kernel
 
@@ -92,13 +99,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 flush=not args.no_flush,
                 chunk_size=args.chunk_size,
                 progress=bar,
-                threads=_threads(args, plan.accesses, machine, auto_threads),
+                # several cores run on one thread (the pipelined levels are one core's)
+                threads=1
+                if cores > 1 and args.threads == "auto"
+                else _threads(args, plan.accesses, machine, auto_threads),
                 sample_sets=args.sample_sets,
+                **run,
             )
         if args.json:
             emit(_json(result, machine))
         else:
             text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
+            if result.per_core is not None:
+                text += "\n\n" + format_cores(result)
             emit(text + sampling_note(result) + _advice(result, machine))
         return 0
     from hroof.studies.runs import auto_threads, read_trace_meta, split_chunks
@@ -170,6 +183,10 @@ def _json(result: SimResult, hierarchy: HierarchyConfig) -> str:
     from hroof.roofline.document import result_doc
 
     machine = load_machine(hierarchy.source) if hierarchy.source is not None else None
+    if machine is not None and result.cores > 1:
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, result.cores)
     return json.dumps(result_doc(result, machine), indent=2)
 
 
@@ -182,6 +199,10 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
     if not result.flops or hierarchy.source is None:  # no flops (copy): no AI to guide by
         return ""
     machine = load_machine(hierarchy.source)
+    if result.cores > 1:
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, result.cores)
     if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
         return ""
     lines = guidance(result, machine).lines(width=term_width())
@@ -289,7 +310,11 @@ def register(sub, machine_sub) -> None:
         "params",
         nargs="*",
         metavar="KEY=VALUE",
-        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest)",
+        help="the kernel's parameters, e.g. n=128 nt=true (defaults for the rest); cores=P "
+        "splits the kernel's outer loop across P cores, each with its own private levels, "
+        "the shared ones (the last level unless the machine file marks shared = true) fed "
+        "round-robin grain=G accesses of each core at a time (default 1024; docs/cache-"
+        "model.md, 'Several cores')",
     )
     p.add_argument(
         "--trace",

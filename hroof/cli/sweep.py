@@ -29,12 +29,21 @@ from hroof.cli.text import emit
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``hroof sweep KERNEL KEY=V1,V2 ...``: a kernel over a grid of parameter values."""
     from hroof.machine.model import load_machine
-    from hroof.studies.sweep import expand_grid, run_sweep, sweep_doc, sweep_walls, varying
+    from hroof.studies.sweep import (
+        expand_grid,
+        run_sweep,
+        sweep_doc,
+        sweep_walls,
+        varying,
+        wall_param,
+    )
     from hroof.traces import parse_assignments
+    from hroof.traces.kernels import split_run_words
 
     grid = expand_grid(args.kernel, parse_assignments(args.params))
     if args.mrc_at is not None:  # before minutes of simulation, not after
         _check_mrc_at(grid, args.mrc_at)
+    counts = {split_run_words(p)[1].get("cores", 1) for p in grid}
     if args.measure:
         from hroof.machine.host import comparison_machine
         from hroof.native.core import require_native
@@ -52,6 +61,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         machine = replace(machine, hierarchy=machine.hierarchy.with_inclusion("nine"))
+    if max(counts) > 1:
+        from hroof.machine.cores import check_cores
+
+        if args.measure:
+            raise HroofError("--measure runs one thread; it does not combine with cores > 1")
+        for cores in sorted(counts):
+            check_cores(machine, cores)
     with (
         open_engine(args) as engine,
         Progress(len(grid), enabled=False if args.quiet else None, unit="points") as bar,
@@ -68,10 +84,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             len(points), label="measure", enabled=False if args.quiet else None, unit="points"
         ) as bar:
             points = measure_points(args.kernel, points, min_time=args.min_time, progress=bar)
+    counts = {p.result.cores for p in points}
+    if len(counts) == 1 and min(counts) > 1:  # every point on P cores: the P-core figures
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, min(counts))
     vary = varying(points)
     walls = []
-    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
-        walls = sweep_walls(points, machine, vary[0])
+    along = wall_param(points)
+    if along is not None:  # one parameter, or it and cores=P,Q,... (walls for each P)
+        walls = sweep_walls(points, machine, along)
     written = []
     if args.out is not None:  # staged, then moved in together under a lock
         out = Path(args.out)
@@ -108,7 +130,7 @@ def _sweep_outputs(out: Path, points, machine, walls, vary, args) -> list[Path]:
     import io
     import json
 
-    from hroof.studies.sweep import sweep_doc
+    from hroof.studies.sweep import sweep_doc, wall_param
 
     doc = sweep_doc(points, machine, walls)
     written = []
@@ -138,6 +160,16 @@ def _sweep_outputs(out: Path, points, machine, walls, vary, args) -> list[Path]:
         kernel = points[0].result.source.get("kernel")
         written += write_report(points, machine, out, title=f"hroof sweep: {kernel}",
                                 mrc=args.mrc, mrc_at=args.mrc_at)  # fmt: skip
+    elif "cores" in vary and wall_param(points) is not None:
+        # One roofline figure cannot hold P-core machines: the shared level's traffic
+        # against the size, per P, beside the layer conditions' walls.
+        from hroof.plots.cores import plot_cores
+        from hroof.studies.sweep import predicted_by_cores
+
+        param = wall_param(points)
+        fig = plot_cores(points, machine, param, predicted_by_cores(points, machine, param))
+        for ext in ("png", "svg"):
+            written.append(save_figure(fig, out / f"cores.{ext}"))
     elif not machine.missing():
         from hroof.plots import roofline as plots
 
@@ -224,7 +256,10 @@ def register(sub, machine_sub) -> None:
         "params",
         nargs="+",
         metavar="KEY=VALUES",
-        help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true)",
+        help="values to sweep (n=16..256:x2, n=8,12,16) and fixed parameters (nt=true); "
+        "cores=1,2,4 sweeps the number of cores the outer loop is split across (walls and "
+        "layer conditions for each; grain=G sets the round-robin grain; docs/cache-model.md, "
+        "'Several cores')",
     )
     machine_option(p)
     p.add_argument(

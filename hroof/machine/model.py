@@ -21,11 +21,12 @@ from hroof.machine.catalog import bundled_machines, host_machine_path, machine_p
 #: The machine file's schema: the tables and keys it may have (docs/architecture.md).
 TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured"})
 MACHINE_KEYS = frozenset(
-    {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz"}
-)
+    {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz",
+     "socket_cores"}
+)  # fmt: skip
 #: ``inclusion_source``: where the level's ``inclusion`` policy is documented (free text).
-ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings", "inclusion_source"}
-MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings"})
+ROOFLINE_LEVEL_KEYS = LEVEL_KEYS | {"latency", "ceilings", "inclusion_source", "bandwidth_socket"}
+MEMORY_KEYS = frozenset({"name", "bandwidth", "latency", "ceilings", "bandwidth_socket"})
 COMPUTE_KEYS = frozenset({"peak", "ceilings", "precision", "peaks"})
 
 
@@ -158,6 +159,14 @@ class Machine:
     inclusion_sources : tuple of str or None
         Per cache level, where its ``inclusion`` policy is documented (the level's
         ``inclusion_source`` key; None when the file gives none).
+    socket_cores : int or None
+        Cores of the chip, the most a ``cores = P`` run may use (``[machine]
+        socket_cores``; None: ``cores``).
+    socket_bandwidths : tuple of float or None
+        Per cache level, GB/s of all the socket's cores together (``bandwidth_socket``);
+        empty or None where the file gives none.
+    memory_bandwidth_socket : float or None
+        GB/s from memory of all the socket's cores together.
     """
 
     name: str
@@ -177,6 +186,9 @@ class Machine:
     energy: Energy | None = None
     measured: dict = field(default_factory=dict, compare=False)
     inclusion_sources: tuple[str | None, ...] = field(default=(), compare=False)
+    socket_cores: int | None = None
+    socket_bandwidths: tuple[float | None, ...] = ()
+    memory_bandwidth_socket: float | None = None
 
     def __post_init__(self):
         if len(self.bandwidths) != len(self.hierarchy.levels):
@@ -379,6 +391,11 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         raise ConfigError(f'[machine] kind of {source} must be "cpu" or "gpu", got {kind!r}')
     sms = _optional_positive(info, "sms", f"[machine] of {source}", int)
     cores = _optional_positive(info, "cores", f"[machine] of {source}", int) or 1
+    socket_cores = _optional_positive(info, "socket_cores", f"[machine] of {source}", int)
+    socket_bws = tuple(
+        _optional_positive(t, "bandwidth_socket", f"[[level]] #{i + 1} of {source}")
+        for i, t in enumerate(doc.get("level", []))
+    )
     clock = _optional_positive(info, "clock_ghz", f"[machine] of {source}")
 
     compute = doc.get("compute", {})
@@ -460,6 +477,11 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         energy=energy,
         measured=dict(measured),
         inclusion_sources=tuple(inclusion_sources),
+        socket_cores=socket_cores,
+        socket_bandwidths=socket_bws,
+        memory_bandwidth_socket=_optional_positive(
+            memory, "bandwidth_socket", f"[memory] of {source}"
+        ),
     )
 
 

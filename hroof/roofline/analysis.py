@@ -321,8 +321,15 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
     >>> r = roofline(simulate_kernel("triad", m.hierarchy, n=4096), m)
     >>> r.level("L1").ai == 2 / 24, r.binding
     (True, 'DRAM')
+
+    A result of ``cores = P`` on a machine of one core's figures is read against the
+    P-core figures (:func:`hroof.machine.cores.for_cores`).
     """
     _check(result, machine)
+    if result.cores > 1 and machine.cores != result.cores:
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, result.cores)
     flops = result.flops
     unknown = [] if flops is not None else ["flops"]
     rows = [(lv.name, lv.bytes) for lv in result.levels]

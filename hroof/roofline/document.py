@@ -29,6 +29,10 @@ def analysis_doc(result: SimResult, machine: Machine) -> dict:
     """
     from hroof.roofline.guidance import guidance
 
+    if result.cores > 1 and machine.cores != result.cores:  # a cores = P run: the P-core figures
+        from hroof.machine.cores import for_cores
+
+        machine = for_cores(machine, result.cores)
     acc = dict(accounting(result.source), text=accounting_text(result.source))
     doc = {"accounting": acc, "roofline": roofline(result, machine).to_dict(),
            "guidance": None, "guidance_note": None}  # fmt: skip

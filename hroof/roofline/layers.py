@@ -496,8 +496,15 @@ def stencil_walls(
     kernel: str = "stencil7",
     steady: bool = False,
     safety: float = 1.0,
+    cores: int = 1,
 ) -> list[PredictedWall]:
     """Every wall the layer conditions predict for a cubic (square) grid growing in ``n``.
+
+    With ``cores = P`` (the outer loop split across P threads, docs/cache-model.md,
+    "Several cores") a shared level's capacity is divided by P for the 3D and 2D
+    conditions: each core's layers must fit in its share. The whole working set is
+    the cores' shares together, so a shared level keeps its capacity for it and a
+    private one holds a P-th of it (its capacity is multiplied by P).
 
     Per cache level, largest first: with ``steady`` (warm-up sweeps not
     counted) the whole working set first, then the 3D condition (not for
@@ -516,10 +523,16 @@ def stencil_walls(
     out = []
     names = ["whole"] if steady else []
     names += ["3D", "2D"] if kernel != "stencil5" else ["2D"]
+    first_shared = hierarchy.first_shared(cores)
     for i, lv in enumerate(hierarchy.levels):
+        shared = i >= first_shared
         eff, note = effective_capacity(hierarchy, i)
-        budget = safety * eff
         for name in names:
+            budget = safety * eff
+            if name != "whole" and shared:
+                budget /= cores
+            elif name == "whole" and not shared:
+                budget *= cores
             if name == "whole":
 
                 def need(n):
@@ -551,6 +564,8 @@ def stencil_walls(
                          f"blocking moved this wall from after n={plain})")  # fmt: skip
             if note:
                 text += f"; capacity {note}"
+            if shared and cores > 1 and name != "whole":
+                text += f" (in 1/{cores} of the shared {lv.name}: each of {cores} cores' share)"
             out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}", eff))
     return out
 

@@ -8,6 +8,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, SimResult, simulate
 from hroof.machine.model import resolve_machine
 from hroof.traces.kernels import CHUNK, Plan, plan_kernel
@@ -24,6 +25,8 @@ def simulate_kernel(
     sample_sets: int = 1,
     chunk_size: int = CHUNK,
     progress: Callable[[int], None] | None = None,
+    cores: int = 1,
+    grain: int | None = None,
     **params: Any,
 ) -> SimResult:
     """Generate a kernel's trace chunk by chunk straight into the simulator.
@@ -33,7 +36,10 @@ def simulate_kernel(
     name or a machine file (default: the default machine). The result's
     source names the kernel and its parameters, and its flops are the
     kernel's exact count. ``sample_sets=K`` simulates 1/K of the sets
-    exactly and scales by K (see :mod:`hroof.cachesim.sampling`).
+    exactly and scales by K (see :mod:`hroof.cachesim.sampling`). ``cores=P`` splits
+    the kernel's outer loop across P threads, each on its own core, the shared levels
+    fed round-robin in grains of ``grain`` accesses (default 1024; see
+    :mod:`hroof.cachesim.multicore`).
 
     >>> r = simulate_kernel("triad", n=4096)
     >>> r.flops, r.levels[0].bytes // 4096      # 2 flops, 24 bytes an element
@@ -45,6 +51,15 @@ def simulate_kernel(
     if not isinstance(machine, HierarchyConfig):
         machine = resolve_machine(machine)
     check_plan(plan, machine.line_bits, classify=classify)  # time, classification memory
+    if cores != 1 or grain is not None:
+        from hroof.cachesim.multicore import GRAIN, check_cores
+
+        cores, grain = check_cores(cores, GRAIN if grain is None else grain)
+    if cores > 1:
+        return _simulate_threads(
+            plan, machine, cores=cores, grain=grain, classify=classify, flush=flush,
+            threads=threads, sample_sets=sample_sets, chunk_size=chunk_size, progress=progress,
+        )  # fmt: skip
     steady = plan.steady
     return simulate(
         machine,
@@ -95,6 +110,29 @@ def own_generator(plan: Plan) -> bool:
     """True if ``plan``'s generator is one of hroof's own (``hroof.traces``): its chunks
     are simulated without the input checks (a kernel a user registers is checked)."""
     return getattr(plan.gen, "__module__", "").startswith("hroof.traces.")
+
+
+def _simulate_threads(plan: Plan, machine: HierarchyConfig, *, cores, grain, classify, flush,
+                      threads, sample_sets, chunk_size, progress) -> SimResult:  # fmt: skip
+    """``plan`` on ``cores`` threads, a time step at a time (``simulate_cores``)."""
+    from hroof.cachesim.multicore import simulate_cores
+
+    if sample_sets != 1:
+        raise HroofError("set sampling (--sample-sets) does not combine with cores > 1")
+    if threads != 1:
+        raise HroofError("threads=2 (the pipelined levels) does not combine with cores > 1")
+    plan.thread_ranges(cores, 0)  # a kernel without an outer loop to split says so here
+
+    def steps():
+        for step in range(plan.steps):
+            yield [plan.chunks(chunk_size, start=a, stop=b)
+                   for a, b in plan.thread_ranges(cores, step)]  # fmt: skip
+
+    return simulate_cores(
+        machine, steps(), cores=cores, grain=grain, classify=classify,
+        flush=flush and not plan.steady, flops=plan.flops, source=plan.source(),
+        warmup_steps=plan.warmup_sweeps, progress=progress,
+    )  # fmt: skip
 
 
 #: The member of an npz trace that ``hroof trace`` adds: what made the trace.

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,20 @@ from hroof._base.errors import HroofError
 from hroof._base.toml import load_toml
 from hroof._base.units import format_bytes
 from hroof.cachesim import SimResult
+from hroof.machine.cores import check_cores
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.studies.executor import Executor, simulate_point, track
-from hroof.studies.sweep import MAX_POINTS, SweepPoint, find_walls, parse_values, point_label
+from hroof.studies.sweep import (
+    MAX_POINTS,
+    SweepPoint,
+    find_walls,
+    key_options,
+    parse_values,
+    point_label,
+    run_options,
+)
 from hroof.traces import get_kernel
+from hroof.traces.kernels import RUN_WORDS, split_run_words
 
 SCHEMA = "hroof.study/1"
 _TOP = {"name", "machines", "options", "kernel"}
@@ -59,6 +69,8 @@ class KernelSpec:
     def points(self) -> list[dict[str, str]]:
         k = get_kernel(self.kernel)
         for key in self.params:
+            if key in RUN_WORDS:  # cores=P, grain=G (docs/cache-model.md, "Several cores")
+                continue
             k.param(key)  # an unknown parameter, with a suggestion, before anything runs
         if self.axis is not None:
             k.param(self.axis)
@@ -296,24 +308,30 @@ def run_study(
             index = len(points)
             points.append(None)
             try:
-                plan = kernel.bind(**given)
+                kparams, run = split_run_words(given)
+                plan = kernel.bind(**kparams)
+                if run.get("cores", 1) > 1:
+                    check_cores(machine, run["cores"])
             except HroofError as exc:
                 finish(StudyPoint(index, ks.kernel, mname, dict(given), error=str(exc)))
                 continue
-            key = cache_key(ks.kernel, plan.params, machine.hierarchy, options)
+            opts = run_options(options, run, machine.hierarchy)
+            key = cache_key(ks.kernel, plan.params, machine.hierarchy,
+                            key_options(opts, machine.hierarchy))  # fmt: skip
+            params = {**plan.params, **run}
             hit = store.get(key, machine.hierarchy.name)
             if hit is not None:
-                finish(StudyPoint(index, ks.kernel, mname, plan.params, plan.footprint, hit, True))
+                finish(StudyPoint(index, ks.kernel, mname, params, plan.footprint, hit, True))
                 continue
-            todo.append((index, key, plan))
-            points[index] = StudyPoint(index, ks.kernel, mname, plan.params, plan.footprint)
+            todo.append((index, key, plan, opts))
+            points[index] = StudyPoint(index, ks.kernel, mname, params, plan.footprint)
     argsets = [
-        (points[i].kernel, plan.params, machines[points[i].machine].hierarchy, options)
-        for i, _, plan in todo
+        (points[i].kernel, plan.params, machines[points[i].machine].hierarchy, opts)
+        for i, _, plan, opts in todo
     ]
     rejected = sum(p is not None and not p.ok for p in points)
     for out in track(executor, simulate_point, argsets, progress, failed=rejected):
-        index, key, _ = todo[out.index]
+        index, key, _, _ = todo[out.index]
         pending = points[index]
         if out.ok:
             store.put(key, out.value)
@@ -355,6 +373,7 @@ def study_walls(spec: StudySpec, points: Sequence[StudyPoint]) -> list[dict]:
             sweep = [SweepPoint(p.params, p.footprint, p.result, p.cached) for p in group]
             fixed = {k: group[0].params[k] for k in ks.params if k != axis}
             for wall in find_walls(sweep, axis):
+                wall = replace(wall, cores=group[0].result.cores)
                 out.append({"kernel": ks.kernel, "machine": machine, "fixed": fixed,
                             **wall.to_dict()})  # fmt: skip
     return out

@@ -28,6 +28,7 @@ from hroof.roofline.layers import STENCILS, PredictedWall, stencil_walls
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import accounting, get_kernel
+from hroof.traces.kernels import RUN_WORDS, split_run_words
 from hroof.traces.limits import check_plan
 
 #: Most points one sweep may have (a guard against a typo such as 1..100000).
@@ -66,6 +67,8 @@ def expand_grid(kernel: str, assignments: dict[str, str]) -> list[dict[str, str]
     k = get_kernel(kernel)
     keys = list(assignments)
     for key in keys:
+        if key in RUN_WORDS:  # cores=P, grain=G: how the kernel runs (docs: "Several cores")
+            continue
         k.param(key)  # raises for an unknown parameter, with a suggestion
     values = [parse_values(assignments[key]) for key in keys]
     total = math.prod(len(v) for v in values)  # counted before the product is built
@@ -138,18 +141,20 @@ def run_sweep(
         Some points failed where they ran; every other point finished and is cached.
     """
     k = get_kernel(kernel)
-    plans = [k.bind(**p) for p in points]  # validates every point before any runs
+    split = [split_run_words(p) for p in points]
+    plans = [k.bind(**p) for p, _ in split]  # validates every point before any runs
     for plan in plans:  # time and classification memory, before any runs
         check_plan(plan, hierarchy.line_bits, classify=classify)
-    options = {"classify": classify, "flush": flush}
+    base = {"classify": classify, "flush": flush}
     if sample_sets != 1:  # (unsampled runs keep their cache keys)
-        options["sample_sets"] = sample_sets
+        base["sample_sets"] = sample_sets
+    runs = [run_options(base, run, hierarchy) for _, run in split]
     store = ResultCache(enabled=use_cache)
     results: list[SimResult | None] = [None] * len(plans)
     cached = [False] * len(plans)
     todo = []
     for i, plan in enumerate(plans):
-        key = cache_key(kernel, plan.params, hierarchy, options)
+        key = cache_key(kernel, plan.params, hierarchy, key_options(runs[i], hierarchy))
         hit = store.get(key, hierarchy.name)
         if hit is not None:
             results[i], cached[i] = hit, True
@@ -158,7 +163,7 @@ def run_sweep(
             continue
         todo.append((i, plan, key))
     engine = executor if executor is not None else LocalPool(workers)
-    argsets = [(kernel, plan.params, hierarchy, options) for _, plan, _ in todo]
+    argsets = [(kernel, plan.params, hierarchy, runs[i]) for i, plan, _ in todo]
     failed = []
     for out in track(engine, simulate_point, argsets, progress):
         i, plan, key = todo[out.index]
@@ -170,9 +175,24 @@ def run_sweep(
     if failed:
         raise PointsFailed(failed, len(plans))
     return [
-        SweepPoint(plan.params, plan.footprint, res, c)
-        for plan, res, c in zip(plans, results, cached, strict=True)
+        SweepPoint({**plan.params, **run}, plan.footprint, res, c)
+        for plan, (_, run), res, c in zip(plans, split, results, cached, strict=True)
     ]
+
+
+def run_options(base: dict, run: dict, hierarchy: HierarchyConfig) -> dict:
+    """The simulation options of one point: ``base`` plus its run words (``cores``,
+    ``grain``; one core without a grain keeps the options, and cache keys, of before)."""
+    if run.get("cores", 1) == 1 and "grain" not in run:
+        return base
+    return {**base, **run}
+
+
+def key_options(options: dict, hierarchy: HierarchyConfig) -> dict:
+    """``options`` for the cache key: with several cores, which levels are shared too."""
+    if options.get("cores", 1) == 1:
+        return options
+    return {**options, "first_shared": hierarchy.first_shared(options["cores"])}
 
 
 def measure_points(
@@ -248,8 +268,44 @@ def sweep_walls(
     points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
 ) -> list[Wall]:
     """:func:`find_walls`, each wall with the layer condition that broke
-    (:func:`explain_walls`)."""
-    return explain_walls(find_walls(points, param), points, machine, param)
+    (:func:`explain_walls`). Points of several ``cores`` values (a sweep of
+    ``cores=1,2,4`` and ``param``) get the walls of each value, each wall naming its
+    ``cores``."""
+    from dataclasses import replace
+
+    groups: dict[int, list[SweepPoint]] = {}
+    for p in points:
+        groups.setdefault(p.result.cores, []).append(p)
+    out = []
+    for cores, group in sorted(groups.items()):
+        walls = explain_walls(find_walls(group, param), group, machine, param)
+        out += [replace(w, cores=cores) for w in walls]
+    return out
+
+
+def predicted_by_cores(
+    points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
+) -> dict[int, list[tuple[int, str]]]:
+    """Per core count, the ``(n, condition)`` walls the layer conditions predict for the
+    first shared level (empty for a kernel without layer conditions)."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    for cores in sorted({p.result.cores for p in points}):
+        group = [p for p in points if p.result.cores == cores]
+        shared = group[0].result.shared_levels
+        h = getattr(machine, "hierarchy", machine)
+        level = shared[0] if shared else h.levels[-1].name
+        out[cores] = [(w.n, w.condition) for w in all_predicted_walls(group, machine, param)
+                      if w.level == level and w.n]  # fmt: skip
+    return out
+
+
+def wall_param(points: list[SweepPoint]) -> str | None:
+    """The parameter a sweep's walls are found along: the one whole-number parameter that
+    varies besides ``cores`` (None when there is not exactly one)."""
+    vary = [k for k in varying(points) if k != "cores"]
+    if len(vary) == 1 and isinstance(points[0].params[vary[0]], int):
+        return vary[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -277,6 +333,8 @@ class Wall:
     predicted: int | None = None
     explanation: str = ""
     matched: bool | None = None
+    #: The cores of the points the wall lies between (``cores = P`` runs).
+    cores: int = 1
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -286,7 +344,8 @@ class Wall:
         from hroof._base.units import format_bytes
 
         cap = f" ({format_bytes(self.capacity)})" if self.capacity else ""
-        line = (f"{self.level}{cap}: between {self.param}={self.before} and "
+        who = f"cores={self.cores}, " if self.cores > 1 else ""
+        line = (f"{who}{self.level}{cap}: between {self.param}={self.before} and "
                 f"{self.param}={self.after}, {self.bytes_per_flop_before:.3g} -> "
                 f"{self.bytes_per_flop_after:.3g} bytes/flop below")  # fmt: skip
         if self.condition:
@@ -412,10 +471,11 @@ def all_predicted_walls(
     kernel = points[0].result.source.get("kernel")
     if param != "n" or kernel not in STENCILS:
         return []
-    fixed = {k: v for k, v in points[0].params.items() if k != "n"}
+    fixed = {k: v for k, v in points[0].params.items() if k != "n" and k not in RUN_WORDS}
     steady = accounting(points[0].result.source)["mode"] == "steady"
     h = getattr(machine, "hierarchy", machine)
-    return stencil_walls(fixed, h, kernel=kernel, steady=steady, safety=1.0)
+    return stencil_walls(fixed, h, kernel=kernel, steady=steady, safety=1.0,
+                         cores=points[0].result.cores)  # fmt: skip
 
 
 def predicted_walls(

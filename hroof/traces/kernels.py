@@ -219,6 +219,14 @@ class Plan:
     warmup_sweeps : int
         Warm-up sweeps (0: cold accounting, the counted sweeps start from
         empty caches).
+    outer_units : int
+        Iterations of the kernel's outermost loop in one time step (0: the
+        kernel has no loop hroof knows how to split, so it runs on one core).
+    outer_start : callable or None
+        ``outer_start(u)``: the iteration (within one time step) where unit
+        ``u`` of the outer loop starts, for ``u`` in ``0..outer_units``
+        (``outer_start(outer_units)`` is the step's length). A unit's
+        iterations are contiguous in program order.
     """
 
     arrays: tuple[Array, ...]
@@ -236,6 +244,8 @@ class Plan:
     warmup: int = 0
     sweeps: int = 1
     warmup_sweeps: int = 0
+    outer_units: int = 0
+    outer_start: Callable[[int], int] | None = None
 
     @property
     def steady(self) -> bool:
@@ -271,6 +281,47 @@ class Plan:
                 yield addr[:n], size[:n], kind[:n]
             else:
                 yield addr[:n].copy(), size[:n].copy(), kind[:n].copy()
+
+    @property
+    def steps(self) -> int:
+        """Time steps of the trace, warm-up ones included (1 for a kernel that is not
+        iterative)."""
+        return self.warmup_sweeps + self.sweeps
+
+    def thread_ranges(self, cores: int, step: int) -> list[tuple[int, int]]:
+        """Iterations ``(start, stop)`` of each of ``cores`` threads in time step ``step``.
+
+        The outer loop's ``outer_units`` iterations are split as OpenMP's
+        ``schedule(static)`` without a chunk size does: contiguous blocks, thread
+        ``t`` gets ``q + 1`` units if ``t < r`` else ``q`` (``q, r = divmod(units,
+        cores)``), in thread order; a thread may get none. Every thread finishes
+        step ``s`` before any starts step ``s + 1`` (the time loop's barrier).
+
+        >>> from hroof.traces import plan_kernel
+        >>> plan_kernel("triad", n=10).thread_ranges(3, 0)
+        [(0, 4), (4, 7), (7, 10)]
+        """
+        cores = int(cores)
+        if cores < 1:
+            raise HroofError(f"cores must be a positive integer, got {cores}")
+        if cores > 1 and (self.outer_units <= 0 or self.outer_start is None):
+            raise HroofError(
+                f"kernel {self.kernel or '?'} has no outer loop hroof splits across threads; "
+                "it runs with cores=1 only"
+            )
+        if not 0 <= step < self.steps:
+            raise HroofError(f"step {step} is not in 0..{self.steps - 1}")
+        length = self.iterations // self.steps
+        if cores == 1:
+            return [(step * length, (step + 1) * length)]
+        q, r = divmod(self.outer_units, cores)
+        out = []
+        u = 0
+        for t in range(cores):
+            v = u + q + (1 if t < r else 0)
+            out.append((step * length + self.outer_start(u), step * length + self.outer_start(v)))
+            u = v
+        return out
 
     def source(self) -> dict:
         """The ``source`` field of a result: ``{"kernel": ..., "params": ...}``, plus
@@ -441,6 +492,29 @@ def kernels() -> list[Kernel]:
 def plan_kernel(name: str, **params: Any) -> Plan:
     """Bind a registered kernel's parameters: ``plan_kernel("triad", n=1024)``."""
     return get_kernel(name).bind(**params)
+
+
+#: ``KEY=VALUE`` words that set how a kernel runs rather than what it computes: the
+#: number of cores its outer loop is split across, and the round-robin grain of the
+#: shared levels (docs/cache-model.md, "Several cores"). No kernel parameter has these
+#: names.
+RUN_WORDS = ("cores", "grain")
+
+
+def split_run_words(values: dict) -> tuple[dict, dict]:
+    """Split ``KEY=VALUE`` values into the kernel's parameters and the run words
+    (:data:`RUN_WORDS`, as whole numbers).
+
+    >>> split_run_words({"n": "64", "cores": "4"})
+    ({'n': '64'}, {'cores': 4})
+    """
+    params = {k: v for k, v in values.items() if k not in RUN_WORDS}
+    run = {k: parse_int(v, k) if isinstance(v, str) else v
+           for k, v in values.items() if k in RUN_WORDS}  # fmt: skip
+    for k, v in run.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise HroofError(f"{k} must be a positive whole number, got {v!r}")
+    return params, run
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:

@@ -43,6 +43,10 @@ block ``j`` and ``k`` (``bj``, ``bk``; 0 = no blocking)::
                     for i in range(1, nx + 1):
                         point(i, j, k)
 
+With ``cores = P`` (docs/cache-model.md, "Several cores") the outermost loop of
+that nest is split statically across P threads: ``kk`` when ``bk`` is set,
+else ``jj`` when ``bj`` is set, else ``k`` (``j`` for stencil5).
+
 ``warmup + sweeps`` time steps run one after the other, each swapping ``old``
 and ``new`` (sweep 2 reads ``new`` and writes ``old``). The ``warmup`` ones are
 simulated but not counted (steady state: the caches hold what the previous
@@ -58,6 +62,8 @@ for stencil27), and with two sweeps or more the same halo elements of ``new``.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 from numba import njit
@@ -160,6 +166,28 @@ def _stencil_gen(pos, stop, addr, size, kind, args):
     return n, pos
 
 
+def _outer_start(unit: int, count: int, per_unit: int, u: int) -> int:
+    """Where unit ``u`` of an outer loop of ``count`` iterations, ``unit`` at a time
+    (a block of ``unit`` planes or rows, or 1), starts: ``per_unit`` points a step."""
+    return min(u * unit, count) * per_unit
+
+
+def _outer_loop(three_d: bool, nx: int, ny: int, nz: int, bj: int, bk: int):
+    """(units, start) of the outermost loop of one sweep (docs: "Several cores").
+
+    Blocked in k: the ``kk`` loop (blocks of ``bk`` planes); blocked in j only: the
+    ``jj`` loop (blocks of ``bj`` rows, each over all planes); else the ``k`` loop
+    (planes), or for a 2D stencil the ``j`` loop (rows).
+    """
+    if bk:
+        return -(-nz // bk), partial(_outer_start, bk, nz, nx * ny)
+    if bj:
+        return -(-ny // bj), partial(_outer_start, bj, ny, nx * nz)
+    if three_d:
+        return nz, partial(_outer_start, 1, nz, nx * ny)
+    return ny, partial(_outer_start, 1, ny, nx)
+
+
 def _params(three_d: bool, blocking: bool) -> tuple[Param, ...]:
     ps = [
         Param("n", 64, "interior points per dimension (unless nx, ny, nz say)", minimum=1),
@@ -233,7 +261,10 @@ def _builder(name: str, three_d: bool, flops_per: int):
             halo = (nx + 2) * (ny + 2) * (nz + 2) - interior
         sweeps, warm = p["sweeps"], p["warmup"]
         touched = 2 * interior + halo if sweeps + warm == 1 else 2 * (interior + halo)
+        units, start = _outer_loop(three_d, nx, ny, nz, bj, bk)
         return Plan(
+            outer_units=units,
+            outer_start=start,
             arrays=(old, new),
             flops=flops_per * points * sweeps,
             iterations=points * (warm + sweeps),

@@ -62,6 +62,10 @@ def _stream_gen(pos, stop, addr, size, kind, args):
     return n, pos
 
 
+def _identity(u: int) -> int:
+    return u
+
+
 def _params(default_n: int) -> tuple[Param, ...]:
     return (
         Param("n", default_n, "elements per array", minimum=1),
@@ -96,6 +100,8 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
             sweeps=sweeps,
             warmup_sweeps=warm,
             footprint=len(names) * elem * n,
+            outer_units=n,  # the loop over i, split into blocks of elements
+            outer_start=_identity,
             gen=_stream_gen,
             args=(
                 np.array([by_name[a].base for a in loads], dtype=np.int64),

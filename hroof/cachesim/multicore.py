@@ -1,0 +1,399 @@
+"""Several cores: private levels per core and shared levels fed by all of them.
+
+The model is the one of ``docs/cache-model.md``, "Several cores". Each core has
+its own copy of the private levels (every level above the first shared one); the
+shared levels are one copy fed by every core. Within a time step, the cores'
+streams are interleaved round-robin in grains of ``grain`` accesses of each
+core's own stream: core 0's accesses ``0..G-1``, core 1's ``0..G-1``, ..., then
+core 0's ``G..2G-1``, ...; a core whose stream has ended is skipped. A time step
+ends when every core's stream has (the barrier of the time loop).
+
+The hierarchy must be NINE (every level ``inclusion = "nine"``): a NINE level's
+behaviour depends only on the events that reach it, so a core's grain runs
+through its private levels with the level passes of the single-core simulator,
+and the events that leave its last private level (misses, writebacks, NT
+invalidations, in the order the recursive model makes them) go to the shared
+levels at once. That is exact, and nothing depends on how the streams are cut
+into chunks, only on the grain.
+
+>>> import numpy as np
+>>> from hroof.cachesim import hierarchy
+>>> h = hierarchy({"name": "L1", "size": 128, "ways": 1}, {"name": "L2", "size": 1024, "ways": 4})
+>>> sim = MultiSimulator(h, 2, grain=1)
+>>> a = (np.array([0, 64]), np.array([8, 8]), np.array([0, 0]))
+>>> _ = sim.run_step([[a], [a]])    # both cores load lines 0 and 1
+>>> r = sim.finish()
+>>> r.levels[0].misses, r.levels[1].lookups, r.levels[1].misses   # L2 misses once a line
+(4, 4, 2)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from hroof._base.errors import HroofError
+from hroof.cachesim import _kernels as K
+from hroof.cachesim.config import HierarchyConfig, LevelConfig
+from hroof.cachesim.result import MISS_CLASSES, CoreCounts, SimResult
+from hroof.cachesim.simulator import (
+    _NO_KIND,
+    Chunk,
+    Simulator,
+    _as_chunk,
+    _event_arrays,
+    _split_lines,
+)
+
+#: Accesses of one core's stream per turn of the round-robin (the default grain).
+GRAIN = 1024
+#: The most cores a run may simulate.
+MAX_CORES = 1024
+
+#: Counters attributed to each core at a shared level (``per_core[c]["shared"]``).
+_SHARED_FIELDS = (
+    ("lookups", K.C_LOOKUPS),
+    ("misses", K.C_MISSES),
+    ("write_allocate_fills", K.C_WA_FILLS),
+    ("writebacks_in", K.C_WB_IN),
+    ("writebacks", K.C_WB_OUT),
+    ("invalidations", K.C_INVAL),
+)
+
+
+def _entry(fn, args):
+    """The compiled specialisation of the Numba dispatcher ``fn`` for ``args``.
+
+    A level pass takes four tuples of arrays, and the dispatcher resolves their
+    types on every call (about 20 us); a grain of 1024 accesses is simulated in
+    a few microseconds, so several cores call the passes directly: the
+    specialisation is looked up once per simulator and level (the callers always
+    pass contiguous int64 addresses, sizes and events and uint8 kinds, as the
+    single-core simulator does, so the types never change). Without JIT
+    (``NUMBA_DISABLE_JIT=1``) it is ``fn`` itself.
+    """
+    overloads = getattr(fn, "overloads", None)
+    if overloads is None:
+        return fn
+    fn(*args[:5], args[1].shape[0], *args[6:])  # compiles (or loads) it; simulates nothing
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    return overloads[sig].entry_point if sig in overloads else fn
+
+
+class _Passes:
+    """A simulator's level passes, called as :meth:`Simulator._pass` does but through
+    :func:`_entry`; ``st`` replaces the simulator's state (the shared levels count
+    each core's events in that core's own counters)."""
+
+    def __init__(self, sim: Simulator):
+        self.sim = sim
+        n = len(sim.hierarchy.levels)
+        self.emit = [lvl < n - 1 for lvl in range(n)]
+        self.fns = [K.LEVEL_PASS[sim.classify, lvl == 0] for lvl in range(n)]
+        self.entries: list = [None] * n
+
+    def run(self, lvl: int, src, shift, size, kind, out, st=None) -> int:
+        sim = self.sim
+        st = sim._st if st is None else st
+        n = src.shape[0]
+        i = nout = 0
+        while i < n:
+            args = (lvl, src, shift, size, kind, i, sim._geo, st, sim._fl, sim._sh,
+                    self.emit[lvl], out, nout)  # fmt: skip
+            entry = self.entries[lvl]
+            if entry is None:
+                entry = self.entries[lvl] = _entry(self.fns[lvl], args)
+            i, nout = entry(*args)
+            if i < n:
+                sim._grow_flags(1)
+        return nout
+
+
+def check_cores(cores, grain=GRAIN) -> tuple[int, int]:
+    """``cores`` and ``grain`` as positive integers, or a one-line error."""
+    for name, value, top in (("cores", cores, MAX_CORES), ("grain", grain, 1 << 40)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise HroofError(f"{name} must be a positive integer, got {value!r}")
+        if value > top:
+            raise HroofError(f"{name} must be at most {top}, got {value}")
+    return int(cores), int(grain)
+
+
+class MultiSimulator:
+    """``cores`` copies of a hierarchy's private levels and one of its shared levels.
+
+    Parameters
+    ----------
+    hierarchy : HierarchyConfig
+        Every level NINE. The shared levels are those marked ``shared`` or, if
+        none is, the last level (:meth:`HierarchyConfig.first_shared`).
+    cores : int
+        Number of cores (each with its own stream).
+    grain : int
+        Accesses of a core's stream per turn of the round-robin.
+    classify : bool
+        3C classification per level and core; a shared level's shadow is fed
+        what the level is fed.
+
+    Notes
+    -----
+    Cost: each core's accesses through its private levels as in the single-core
+    simulator, plus the shared levels' events, plus a few Python calls per grain
+    (so a small grain costs time: ``bench/RESULTS.md``). Memory: the private
+    levels' state once per core.
+    """
+
+    def __init__(
+        self, hierarchy: HierarchyConfig, cores: int, *, grain: int = GRAIN, classify: bool = True
+    ):
+        if not isinstance(hierarchy, HierarchyConfig):
+            raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
+        cores, grain = check_cores(cores, grain)
+        if not hierarchy.plain:
+            odd = [f"{lv.name} {lv.inclusion}" for lv in hierarchy.levels if lv.inclusion != "nine"]
+            raise HroofError(
+                f"cores > 1 needs every level NINE; this machine has {', '.join(odd)} "
+                "(run with --model nine)"
+            )
+        self.hierarchy = hierarchy
+        self.cores = cores
+        self.grain = grain
+        self.classify = bool(classify)
+        levels = hierarchy.levels
+        self.nlev = len(levels)
+        self.first_shared = s = hierarchy.first_shared(cores)
+        if s < self.nlev:
+            # A core's own levels, then a one-line level that only makes its last
+            # private level send its events down (it is never run).
+            sink = LevelConfig("_sink", hierarchy.line, 1, hierarchy.line)
+            private = HierarchyConfig((*levels[:s], sink), name=hierarchy.name)
+        else:
+            private = hierarchy
+        self._sims = [Simulator(private, classify=classify) for _ in range(cores)]
+        self._passes = [_Passes(sim) for sim in self._sims]
+        # The shared levels run in a whole-hierarchy simulator whose private levels stay
+        # empty; it also builds the result.
+        self._result_sim = Simulator(hierarchy, classify=classify)
+        self._shared = self._result_sim if s < self.nlev else None
+        self._shared_passes = _Passes(self._result_sim)
+        self._core = np.zeros((cores, K.NCORE), dtype=np.int64)
+        # The shared levels' counters, one array per core: each core's events count into
+        # its own (its share), the shared levels' own flush into the simulator's.
+        sst = self._result_sim._st
+        self._attr = [np.zeros_like(sst.ctr) for _ in range(cores)]
+        self._core_st = [K.State(sst.tags, a, sst.core) for a in self._attr]
+        self._simulate_s = 0.0
+        self._finished = False
+
+    # ------------------------------------------------------------ feeding
+    def _run(self, c: int, lvl: int, src, shift, size, kind) -> None:
+        """Events (or, at L1, accesses) of core ``c`` through its private levels from
+        ``lvl`` down, then what leaves the last one through the shared levels."""
+        sim = self._sims[c]
+        passes = self._passes[c]
+        s = self.first_shared
+        while lvl < s and src.shape[0]:
+            out = sim._out_dummy
+            if lvl < len(sim._out):
+                out = sim._out[lvl]
+                if out.ev.shape[0] < 2 * src.shape[0]:
+                    out = sim._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+            nout = passes.run(lvl, src, shift, size, kind, out)
+            src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
+            lvl += 1
+        if self._shared is not None and src.shape[0]:
+            self._run_shared(s, src, size, self._core_st[c])
+
+    def _run_shared(self, lvl: int, src, size, st) -> None:
+        """Events through the shared levels from ``lvl`` down (``Simulator._run_levels``),
+        counted in ``st``."""
+        sh = self._shared
+        while lvl < self.nlev and src.shape[0]:
+            out = sh._out_dummy
+            if lvl < self.nlev - 1:
+                out = sh._out[lvl]
+                if out.ev.shape[0] < 2 * src.shape[0]:
+                    out = sh._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+            nout = self._shared_passes.run(lvl, src, 0, size, _NO_KIND, out, st)
+            src, size = out.ev[:nout], out.size[:nout]
+            lvl += 1
+
+    def run_step(self, streams: Sequence[Iterable[Chunk]], progress=None) -> float:
+        """Simulate one time step: ``streams[c]`` is core ``c``'s chunks ``(addr, size,
+        kind)``. Interleaved round-robin in grains; returns the seconds spent producing
+        the chunks. ``progress``, if given, is called with each chunk's length."""
+        if self._finished:
+            raise HroofError("this simulation is finished; start a new MultiSimulator")
+        if len(streams) != self.cores:
+            raise HroofError(f"expected {self.cores} streams, one per core, got {len(streams)}")
+        lb = self.hierarchy.line_bits
+        its = [iter(s) for s in streams]
+        bufs: list = [None] * self.cores
+        active = list(range(self.cores))
+        trace_s = 0.0
+        t_start = time.perf_counter()
+        while active:
+            for c in list(active):
+                need = self.grain
+                while need:
+                    buf = bufs[c]
+                    if buf is None or buf[4] == buf[0].shape[0]:
+                        t0 = time.perf_counter()
+                        chunk = next(its[c], None)
+                        trace_s += time.perf_counter() - t0
+                        if chunk is None:
+                            active.remove(c)
+                            break
+                        addr, size, kind, straddles, core = _as_chunk(*chunk, lb)
+                        self._core[c] += core
+                        if progress is not None:
+                            progress(addr.shape[0])
+                        buf = bufs[c] = [addr, size, kind, straddles, 0]
+                        continue
+                    addr, size, kind, straddles, pos = buf
+                    take = min(need, addr.shape[0] - pos)
+                    cut = slice(pos, pos + take)
+                    a, sz, k = addr[cut], size[cut], kind[cut]
+                    if straddles:
+                        a, sz, k = _split_lines(a, sz, k, lb)
+                    self._run(c, 0, a, lb, sz, k)
+                    buf[4] = pos + take
+                    need -= take
+        self._simulate_s += time.perf_counter() - t_start - trace_s
+        return trace_s
+
+    def reset_counters(self) -> None:
+        """Zero every counter, keep the caches (see :meth:`Simulator.reset_counters`)."""
+        for sim in self._sims:
+            sim.reset_counters()
+        if self._shared is not None:
+            self._shared.reset_counters()
+        self._core[:] = 0
+        for a in self._attr:
+            a[:] = 0
+
+    def _flush(self) -> None:
+        """Core by core, its private levels from L1 down (what they write back goes on
+        down through the shared levels at once); then the shared levels from the top."""
+        s = self.first_shared
+        for c, sim in enumerate(self._sims):
+            for lvl in range(s):
+                emit = lvl < len(sim._out)
+                out = sim._out_dummy
+                if emit:
+                    out = K.Events(*_event_arrays(max(K.count_dirty(sim._geo, sim._st, lvl), 1)))
+                nout = K.flush_level(lvl, sim._geo, sim._st, sim._fl, self.classify, emit, out)
+                if nout:
+                    self._run(c, lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
+        if self._shared is not None:
+            for lvl in range(s, self.nlev):
+                emit = lvl < self.nlev - 1
+                sh = self._shared
+                out = sh._out_dummy
+                if emit:
+                    out = K.Events(*_event_arrays(max(K.count_dirty(sh._geo, sh._st, lvl), 1)))
+                nout = K.flush_level(lvl, sh._geo, sh._st, sh._fl, self.classify, emit, out)
+                if nout:
+                    self._run_shared(lvl + 1, out.ev[:nout], out.size[:nout], sh._st)
+
+    def finish(
+        self,
+        *,
+        flush: bool = True,
+        flops: int | None = None,
+        source: dict | None = None,
+        trace_s: float = 0.0,
+    ) -> SimResult:
+        """Flush (unless ``flush=False``) and return the result; ends the simulation.
+
+        ``levels`` are the hierarchy's totals (a private level's counters summed over
+        the cores); ``per_core`` has each core's own counts.
+        """
+        if self._finished:
+            raise HroofError("this simulation is finished already")
+        if flops is not None and (isinstance(flops, bool) or int(flops) != flops or flops < 0):
+            raise HroofError(f"flops must be a non-negative integer, got {flops!r}")
+        t0 = time.perf_counter()
+        if flush:
+            self._flush()
+        self._simulate_s += time.perf_counter() - t0
+        self._finished = True
+        s = self.first_shared
+        ctr = np.zeros((self.nlev, K.NCTR), dtype=np.int64)
+        for sim in self._sims:
+            ctr[:s] += sim._st.ctr[:s]
+        if self._shared is not None:
+            ctr[s:] = self._shared._st.ctr[s:] + sum(a[s:] for a in self._attr)
+        res = self._result_sim._result(
+            flush=flush, flops=None if flops is None else int(flops), source=source or {},
+            trace_s=trace_s, ctr=ctr, core=self._core.sum(axis=0),
+            simulate_s=self._simulate_s,
+        )  # fmt: skip
+        return replace(
+            res,
+            cores=self.cores,
+            grain=self.grain,
+            shared_levels=tuple(lv.name for lv in self.hierarchy.levels[s:]),
+            per_core=tuple(self._per_core(c) for c in range(self.cores)),
+        )
+
+    def _per_core(self, c: int) -> dict:
+        """Core ``c``'s counts: what it issued, its private levels, its share of the
+        shared levels' counters (the events its stream and its flush caused there)."""
+        sim = self._sims[c]
+        core = CoreCounts(*(int(x) for x in self._core[c]))
+        private = []
+        for i, lv in enumerate(self.hierarchy.levels[: self.first_shared]):
+            row = sim._st.ctr[i]
+            d = {
+                "name": lv.name,
+                "lookups": int(row[K.C_LOOKUPS]),
+                "hits": int(row[K.C_LOOKUPS] - row[K.C_MISSES]),
+                "misses": int(row[K.C_MISSES]),
+                "write_allocate_fills": int(row[K.C_WA_FILLS]),
+                "writebacks_in": int(row[K.C_WB_IN]),
+                "writebacks": int(row[K.C_WB_OUT]),
+                "invalidations": int(row[K.C_INVAL]),
+            }
+            if self.classify:
+                d["misses_by_class"] = {
+                    name: int(row[K.C_COMP + j]) for j, name in enumerate(MISS_CLASSES)
+                }
+            private.append(d)
+        shared = []
+        for j, lv in enumerate(self.hierarchy.levels[self.first_shared :]):
+            row = self._attr[c][self.first_shared + j]
+            d = {"name": lv.name, **{f: int(row[k]) for f, k in _SHARED_FIELDS}}
+            d["hits"] = d["lookups"] - d["misses"]
+            shared.append(d)
+        return {"core": c, "issued": core.to_dict(), "private": private, "shared": shared}
+
+
+def simulate_cores(
+    hierarchy: HierarchyConfig,
+    steps: Iterable[Sequence[Iterable[Chunk]]],
+    *,
+    cores: int,
+    grain: int = GRAIN,
+    classify: bool = True,
+    flush: bool = True,
+    flops: int | None = None,
+    source: dict | None = None,
+    warmup_steps: int = 0,
+    progress=None,
+) -> SimResult:
+    """Simulate time steps, each a list of ``cores`` chunk streams, and return the result.
+
+    The first ``warmup_steps`` steps are simulated and not counted (the result is the
+    steady state of the rest, :meth:`MultiSimulator.reset_counters`).
+    """
+    sim = MultiSimulator(hierarchy, cores, grain=grain, classify=classify)
+    trace_s = 0.0
+    for i, streams in enumerate(steps):
+        if i == warmup_steps and i:
+            sim.reset_counters()
+        trace_s += sim.run_step(streams, progress)
+    return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s)

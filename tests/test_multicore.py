@@ -1,0 +1,348 @@
+"""Several cores (docs/cache-model.md, "Several cores"): the fast MultiSimulator against
+the naive twin (``tests/naive.py``, :class:`NaiveMultiCore`), hand-worked cases, the
+static split of the kernels' outer loops, chunking independence, P = 1 bit for bit."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import random_trace
+from helpers import assert_cli_bad as assert_bad
+from helpers import lvl, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from naive import NaiveMultiCore
+
+from hroof._base.errors import HroofError
+from hroof.cachesim import HierarchyConfig, LevelConfig, SimResult, hierarchy, simulate_arrays
+from hroof.cachesim.multicore import MultiSimulator
+from hroof.machine.cores import for_cores
+from hroof.machine.model import load_machine
+from hroof.roofline.layers import stencil_walls
+from hroof.studies.runs import simulate_kernel
+from hroof.studies.sweep import expand_grid, run_sweep, sweep_walls
+from hroof.traces import plan_kernel
+
+A, B, C, D = 0, 64, 128, 192  # lines 0..3 of 64 bytes
+
+
+def _levels(dicts):
+    return hierarchy(*dicts)
+
+
+def _fast(levels, streams, cores, grain, *, flush=True, cut=None):
+    """The fast simulator on one time step; ``cut`` splits each stream into chunks."""
+    sim = MultiSimulator(_levels(levels), cores, grain=grain)
+    chunks = []
+    for addr, size, kind in streams:
+        bounds = [0, *(cut or []), len(addr)]
+        bounds = sorted({min(b, len(addr)) for b in bounds})
+        chunks.append([(addr[a:b], size[a:b], kind[a:b]) for a, b in itertools.pairwise(bounds)])
+    sim.run_step(chunks)
+    return sim.finish(flush=flush)
+
+
+def _naive(levels, streams, cores, grain, first_shared, *, flush=True):
+    m = NaiveMultiCore(levels, cores, first_shared)
+    m.run_step([list(zip(*s, strict=True)) for s in streams], grain)
+    if flush:
+        m.flush()
+    return m.result()
+
+
+def _compare(fast, naive):
+    """Every counter of the twin equals the fast simulator's."""
+    d = fast.to_dict()
+    assert d["core"] == naive["core"]
+    for got, want in zip(d["levels"], naive["levels"], strict=True):
+        for key, value in want.items():
+            assert got[key] == value, (got["name"], key)
+    for key, value in naive["memory"].items():
+        assert d["memory"][key] == value, key
+    for pc, want in zip(d["per_core"], naive["per_core"], strict=True):
+        for got_lv, want_lv in zip(pc["private"], want["private"], strict=True):
+            for key in ("lookups", "hits", "misses", "write_allocate_fills", "writebacks_in",
+                        "writebacks", "invalidations", "misses_by_class"):  # fmt: skip
+                assert got_lv[key] == want_lv[key], (pc["core"], got_lv["name"], key)
+        for got_lv in pc["shared"]:
+            for key, value in want["shared"][got_lv["name"]].items():
+                assert got_lv[key] == value, (pc["core"], got_lv["name"], key)
+
+
+def _trace(pairs):
+    """Accesses ``(addr, kind)`` of 8 bytes as the three arrays."""
+    addr = np.array([a for a, _ in pairs], dtype=np.int64)
+    return addr, np.full(len(pairs), 8, dtype=np.int64), np.array([k for _, k in pairs], np.uint8)
+
+
+# Two cores, each with an L1 of 1 set x 2 ways, sharing an L2 of 1 set x 2 ways.
+TWO = [lvl("L1", 1, 2), lvl("L2", 1, 2)]
+
+
+def test_hand_grain_one():
+    # Core 0 loads A, B, C; core 1 loads A, D. Grain 1: c0 A, c1 A, c0 B, c1 D, c0 C.
+    # L1s (private): c0 misses A, B, C (C evicts A, clean); c1 misses A, D: 5 misses.
+    # Shared L2 (LRU first): c0 A miss [A]; c1 A hit [A]; c0 B miss [A, B];
+    # c1 D miss, evicts A [B, D]; c0 C miss, evicts B [D, C]: 5 lookups, 4 misses,
+    # all compulsory; core 0 caused 3 lookups and 3 misses, core 1 2 lookups, 1 miss.
+    streams = [_trace([(A, 0), (B, 0), (C, 0)]), _trace([(A, 0), (D, 0)])]
+    r = _fast(TWO, streams, 2, 1)
+    l1, l2 = r.levels
+    assert (l1.lookups, l1.misses) == (5, 5)
+    assert (l2.lookups, l2.hits, l2.misses) == (5, 1, 4)
+    assert l2.misses_by_class == {"compulsory": 4, "capacity": 0, "conflict": 0}
+    assert r.memory.bytes_read == 4 * 64
+    per = [(c["shared"][0]["lookups"], c["shared"][0]["misses"]) for c in r.per_core]
+    assert per == [(3, 3), (2, 1)]
+    assert [c["private"][0]["misses"] for c in r.per_core] == [3, 2]
+    _compare(r, _naive(TWO, streams, 2, 1, 1))
+
+
+def test_hand_grain_three_changes_the_shared_level():
+    # Same streams, grain 3: c0 A, B, C, then c1 A, D. L2: A, B miss [A, B]; C misses and
+    # evicts A [B, C]; c1's A misses (evicts B) [C, A]; D misses (evicts C): 5 misses,
+    # core 1's A no longer hits.
+    streams = [_trace([(A, 0), (B, 0), (C, 0)]), _trace([(A, 0), (D, 0)])]
+    r = _fast(TWO, streams, 2, 3)
+    assert (r.levels[1].lookups, r.levels[1].misses) == (5, 5)
+    assert [c["shared"][0]["misses"] for c in r.per_core] == [3, 2]
+    _compare(r, _naive(TWO, streams, 2, 3, 1))
+
+
+def test_hand_store_and_flush_order():
+    # Core 0 stores A, core 1 loads A (grain 1). c0: L1 RFO miss (a write-allocate fill),
+    # L2 miss (a write-allocate fill there too); c1: L1 miss, L2 hit. Flush, core 0 first:
+    # its dirty A is written back into the shared L2 (a hit; now dirty there), counted for
+    # core 0; core 1's L1 is clean; then the L2 writes A to memory. No coherence: core 1
+    # read A from the L2 before core 0's data reached it (docs: "Several cores").
+    streams = [_trace([(A, 1)]), _trace([(A, 0)])]
+    r = _fast(TWO, streams, 2, 1)
+    l1, l2 = r.levels
+    assert (l1.misses, l1.write_allocate_fills, l1.writebacks) == (2, 1, 1)
+    assert (l2.lookups, l2.misses, l2.write_allocate_fills) == (2, 1, 1)
+    assert (l2.writebacks_in, l2.writebacks) == (1, 1)
+    assert (r.memory.bytes_read, r.memory.bytes_written) == (64, 64)
+    s0, s1 = (c["shared"][0] for c in r.per_core)
+    assert (s0["lookups"], s0["misses"], s0["writebacks_in"]) == (1, 1, 1)
+    assert (s1["lookups"], s1["misses"], s1["writebacks_in"]) == (1, 0, 0)
+    _compare(r, _naive(TWO, streams, 2, 1, 1))
+
+
+def test_p1_is_the_single_core_simulator_bit_for_bit():
+    rng = np.random.default_rng(7)
+    h = [lvl("L1", 2, 2), lvl("L2", 4, 2), lvl("L3", 4, 4)]
+    addr, size, kind = random_trace(rng, 3000, lines=64)
+    want = simulate_arrays(_levels(h), addr, size, kind).to_dict()
+    want.pop("timing")
+    for grain in (1, 5, 4096):
+        got = _fast(h, [(addr, size, kind)], 1, grain, cut=[17, 1000, 1001]).to_dict()
+        got.pop("timing")
+        for key in ("cores", "grain", "shared_levels", "per_core"):
+            got.pop(key)
+        assert got == want
+
+
+levels_st = st.sampled_from(
+    [
+        [lvl("L1", 1, 2), lvl("L2", 2, 2)],
+        [lvl("L1", 2, 1), lvl("L2", 2, 2), lvl("L3", 2, 4)],
+        [lvl("L1", 1, 2, write_allocate=False), lvl("L2", 1, 4), lvl("L3", 2, 4)],
+        [lvl("L1", 2, 2), lvl("L2", 2, 2, write_allocate=False), lvl("L3", 4, 2)],
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    levels=levels_st,
+    cores=st.integers(1, 3),
+    grain=st.integers(1, 6),
+    shared_from_l2=st.booleans(),
+    seed=st.integers(0, 2**31),
+    flush=st.booleans(),
+)
+def test_random_traces_equal_the_naive_twin(levels, cores, grain, shared_from_l2, seed, flush):
+    rng = np.random.default_rng(seed)
+    levels = [dict(lv) for lv in levels]
+    if shared_from_l2 and len(levels) == 3:
+        levels[1]["shared"] = levels[2]["shared"] = True
+    h = _levels(levels)
+    first = h.first_shared(cores)
+    streams = [random_trace(rng, int(rng.integers(0, 40)), lines=20) for _ in range(cores)]
+    cut = sorted(rng.integers(0, 40, size=2).tolist())
+    fast = _fast(levels, streams, cores, grain, flush=flush, cut=cut)
+    plain = [{k: v for k, v in lv.items() if k != "shared"} for lv in levels]
+    _compare(fast, _naive(plain, streams, cores, grain, first, flush=flush))
+
+
+def test_chunking_does_not_change_the_result():
+    for kernel, params in (("stencil7", {"n": 12, "sweeps": 2}), ("triad", {"n": 3000})):
+        docs = []
+        for chunk in (97, 1 << 20):
+            r = simulate_kernel(kernel, "teaching", cores=3, grain=50, chunk_size=chunk, **params)
+            d = r.to_dict()
+            d.pop("timing")
+            docs.append(d)
+        assert docs[0] == docs[1]
+
+
+def test_kernel_p1_path_and_p4_totals():
+    one = simulate_kernel("stencil7", "teaching", n=10)
+    four = simulate_kernel("stencil7", "teaching", n=10, cores=4)
+    assert four.cores == 4 and four.shared_levels == ("L3",) and four.grain == 1024
+    assert four.core == one.core  # the same accesses, split over the cores
+    assert sum(c["issued"]["loads"] for c in four.per_core) == one.core.loads
+    for j, name in enumerate(("L1", "L2")):
+        assert sum(c["private"][j]["lookups"] for c in four.per_core) == four.level(name).lookups
+    assert four.levels[2].lookups == sum(c["shared"][0]["lookups"] for c in four.per_core)
+
+
+@pytest.mark.parametrize(
+    "kernel,params",
+    [
+        ("triad", {"n": 37}),
+        ("daxpy", {"n": 5, "sweeps": 2, "warmup": 1}),
+        ("stencil7", {"n": 5, "sweeps": 2}),
+        ("stencil7", {"nx": 4, "ny": 5, "nz": 7, "bk": 3}),
+        ("stencil7", {"nx": 4, "ny": 7, "nz": 3, "bj": 2}),
+        ("stencil5", {"n": 6, "warmup": 1}),
+        ("stencil27", {"n": 4}),
+    ],
+)
+@pytest.mark.parametrize("cores", [1, 2, 3, 5, 8])
+def test_thread_streams_are_the_serial_multiset(kernel, params, cores):
+    plan = plan_kernel(kernel, **params)
+
+    def accesses(chunks):
+        out = Counter()
+        for a, s, k in chunks:
+            out.update(zip(a.tolist(), s.tolist(), k.tolist(), strict=True))
+        return out
+
+    serial = accesses(plan.chunks(reuse=False))
+    union = Counter()
+    for step in range(plan.steps):
+        ranges = plan.thread_ranges(cores, step)
+        sizes = [b - a for a, b in ranges]
+        assert all(x >= y for x, y in itertools.pairwise(sizes))  # the first ones larger
+        assert ranges[0][0] == step * plan.iterations // plan.steps
+        assert all(b == c for (_, b), (c, _) in itertools.pairwise(ranges))
+        for a, b in ranges:
+            union += accesses(plan.chunks(50, reuse=False, start=a, stop=b))
+    assert union == serial
+
+
+def test_static_schedule_units():
+    # 10 planes on 4 threads: 3, 3, 2, 2 planes (OpenMP schedule(static)).
+    plan = plan_kernel("stencil7", nx=2, ny=3, nz=10)
+    assert [(b - a) // 6 for a, b in plan.thread_ranges(4, 0)] == [3, 3, 2, 2]
+
+
+def test_refusals():
+    with pytest.raises(HroofError, match="no outer loop"):
+        simulate_kernel("spmv", "teaching", cores=2)
+    with pytest.raises(HroofError, match="NINE"):
+        h = HierarchyConfig(
+            (LevelConfig("L1", 256, 2), LevelConfig("L2", 1024, 2, inclusion="victim"))
+        )
+        MultiSimulator(h, 2)
+    with pytest.raises(HroofError, match="sample"):
+        simulate_kernel("triad", "teaching", n=64, cores=2, sample_sets=4)
+    with pytest.raises(HroofError, match="cores must be a positive integer"):
+        simulate_kernel("triad", "teaching", n=64, cores=0)
+    with pytest.raises(HroofError, match="grain"):
+        simulate_kernel("triad", "teaching", n=64, cores=2, grain=0)
+    with pytest.raises(Exception, match="shared levels must be the last"):
+        hierarchy(lvl("L1", 1, 2), lvl("L2", 1, 2) | {"shared": True}, lvl("L3", 1, 4))
+
+
+# ------------------------------------------------------------------ command line, roofline
+
+
+def test_cli_simulate_cores_table_json_and_refusals(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=3", "--machine",
+                             "teaching", "-q")  # fmt: skip
+    assert code == 0, err
+    assert "3 cores (L3 shared" in out and "L3 lookups (shared)" in out
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=3", "grain=64",
+                             "--machine", "teaching", "--json", "-q")  # fmt: skip
+    d = json.loads(out)
+    assert (d["cores"], d["grain"], d["shared_levels"]) == (3, 64, ["L3"])
+    assert len(d["per_core"]) == 3
+    back = SimResult.from_dict(d)
+    assert back.per_core == tuple(d["per_core"]) and back.cores == 3
+    # The roofline of 3 cores: 3 x the teaching machine's 20 GFLOP/s peak.
+    assert d["analysis"]["roofline"]["peak_gflop_s"] == pytest.approx(60.0)
+    assert_bad(capsys, ["simulate", "stencil7", "cores=9", "--machine", "teaching"],
+               "cores=9", "8 cores")  # fmt: skip
+    assert_bad(capsys, ["simulate", "spmv", "cores=2", "--machine", "teaching"], "outer loop")
+    assert_bad(capsys, ["simulate", "triad", "cores=0", "--machine", "teaching"], "cores")
+    assert_bad(capsys, ["simulate", "triad", "cores=2", "--sample-sets", "1/4", "--machine",
+                        "teaching"], "sampl")  # fmt: skip
+
+
+def test_old_results_load_as_one_core():
+    d = simulate_kernel("triad", "teaching", n=64).to_dict()
+    assert "cores" not in d and "per_core" not in d
+    r = SimResult.from_dict(d)
+    assert (r.cores, r.grain, r.shared_levels, r.per_core) == (1, None, (), None)
+
+
+def test_for_cores_figures():
+    m = load_machine("teaching")
+    four = for_cores(m, 4)
+    assert four.peak == 80.0 and four.cores == 4
+    assert four.bandwidths == (400.0, 200.0, 100.0)  # L3: 4 x 25, no socket cap given
+    assert four.memory_bandwidth == 30.0  # min(4 x 10, the socket's 30)
+    assert [c.value for c in four.ceilings] == [4 * c.value for c in m.ceilings]
+    assert for_cores(m, 1) is m
+    with pytest.raises(HroofError, match="8 cores"):
+        for_cores(m, 9)
+
+
+def test_layer_conditions_divide_the_shared_capacity():
+    h = load_machine("teaching").hierarchy
+    walls = {P: {(w.level, w.condition): w.n for w in stencil_walls({}, h, cores=P)}
+             for P in (1, 2, 4)}  # fmt: skip
+    assert [walls[P][("L3", "3D")] for P in (1, 2, 4)] == [88, 62, 43]
+    assert walls[4][("L2", "3D")] == walls[1][("L2", "3D")] == 30  # private: unchanged
+    # 4 cores, L3 of 256 KiB: each core's share is 64 KiB, as one core with a 64 KiB L3.
+    small = hierarchy({"name": "L1", "size": 65536, "ways": 16})
+    assert walls[4][("L3", "3D")] == stencil_walls({}, small)[0].n
+
+
+@pytest.mark.slow
+def test_sweep_walls_move_with_cores(tmp_path, monkeypatch):
+    monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path))
+    grid = expand_grid("stencil7", {"n": "40,48,64,96", "cores": "1,4"})
+    h = load_machine("teaching")
+    points = run_sweep("stencil7", grid, h.hierarchy, classify=False, workers=1)
+    assert [p.params["cores"] for p in points] == [1, 4] * 4
+    walls = [(w.cores, w.level, w.before, w.after, w.predicted) for w in
+             sweep_walls(points, h, "n") if w.level == "L3"]  # fmt: skip
+    assert walls == [(1, "L3", 64, 96, 88), (4, "L3", 40, 48, 43)]
+
+
+@pytest.mark.parametrize("cores,grain", [(2, 7), (3, 64)])
+def test_time_steps_keep_their_barrier_against_the_naive_twin(cores, grain):
+    # Two time steps of a 5^3 stencil: each step's threads run round-robin, and no core
+    # starts step 2 before every core has finished step 1 (the twin runs the steps one
+    # after the other in the same way).
+    levels = [lvl("L1", 2, 2), lvl("L2", 4, 4), lvl("L3", 8, 4)]
+    plan = plan_kernel("stencil7", n=5, sweeps=2)
+    fast = simulate_kernel(plan, _levels(levels), cores=cores, grain=grain, chunk_size=100)
+    m = NaiveMultiCore(levels, cores, _levels(levels).first_shared(cores))
+    for step in range(plan.steps):
+        streams = []
+        for a, b in plan.thread_ranges(cores, step):
+            accesses = []
+            for addr, size, kind in plan.chunks(reuse=False, start=a, stop=b):
+                accesses += list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+            streams.append(accesses)
+        m.run_step(streams, grain)
+    m.flush()
+    _compare(fast, m.result())
