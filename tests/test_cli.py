@@ -312,19 +312,21 @@ def test_demo_summary_and_report(capsys, tmp_path, monkeypatch):
     """The demo: stencil7 in steady state on the default machine, swept across the walls;
     the bound falls from wall to wall, every wall is beside its layer-condition prediction
     (the L3 ones with L2 + L3: the preset's L3 is exclusive), and the report embeds its
-    figures. At n = 192 the exclusive L3's traffic (fills, writebacks and clean victims)
-    binds, below DRAM's roof, so the binding level comes back to L3."""
+    figures. At n = 192 the exclusive L3 takes 24 bytes a point of clean victims, which
+    ride along (its roof times the rest), so DRAM binds and the demo says so."""
     monkeypatch.setenv("HROOF_CACHE_DIR", str(tmp_path / "cache"))
     out_dir = tmp_path / "demo"
     code, out, err = run(capsys, "demo", "--out", out_dir, "--quiet")
     assert code == 0, err
     assert "stencil7 in steady state" in out and "Skylake-SP" in out
     rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln[:1].isdigit()}
-    assert rows["16"][-1] == "L2" and rows["128"][-1] == "DRAM" and rows["192"][-1] == "L3"
+    assert rows["16"][-1] == "L2" and rows["48"][-1] == "L3" and rows["192"][-1] == "DRAM"
     assert float(rows["16"][4]) == 0.0  # steady state: DRAM bytes per point at n=16
     assert float(rows["192"][-2]) < float(rows["16"][-2])
-    assert "the binding level goes L2 -> L3 -> DRAM -> L3." in out
+    assert "the binding level goes L2 -> L3 -> DRAM (down the hierarchy)." in out
+    assert float(rows["192"][3]) == pytest.approx(40.5, abs=0.1)  # L3 B/point, timed
     flat = " ".join(out.split())
+    assert "clean lines L2 evicts into the exclusive L3 move too (up to 24.3 more" in flat
     for level, lo, hi, n in (("L1", 16, 32, 30), ("L2", 32, 48, 38), ("L3", 96, 128, 121),
                              ("L2", 128, 192, 179)):  # fmt: skip
         assert f"{level} ({'32.0 KiB' if level == 'L1' else ''}" in flat or level != "L1"

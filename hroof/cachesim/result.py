@@ -80,6 +80,15 @@ class LevelResult:
     back_invalidations: int = 0
 
     @property
+    def timed_bytes(self) -> int:
+        """The bytes that take this level's bandwidth time: :attr:`bytes` less the clean
+        lines the level above evicted into it (an exclusive or victim level), which a
+        measured load bandwidth of such a cache already includes (docs/cache-model.md,
+        "Time at an exclusive or victim level"). Equal to :attr:`bytes` at a NINE or
+        inclusive level."""
+        return self.bytes - self.victims_in * self.line
+
+    @property
     def fills(self) -> int:
         """Misses that brought a line in (all but the forwarded stores)."""
         return self.misses - self.forwarded_stores

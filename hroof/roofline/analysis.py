@@ -63,7 +63,9 @@ class LevelRoof:
     name : str
         Cache level or memory name.
     bytes : int
-        Bytes this level moves for the level above.
+        Bytes this level moves for the level above that take its bandwidth's time
+        (at an exclusive or victim level, less the clean lines the level above evicts
+        into it: ``LevelResult.timed_bytes``).
     ai : float or None
         FLOP/byte: flops / ``bytes`` (None: flops unknown or no bytes).
     bandwidth : float or None
@@ -332,7 +334,9 @@ def roofline(result: SimResult, machine: Machine) -> Roofline:
         machine = for_cores(machine, result.cores)
     flops = result.flops
     unknown = [] if flops is not None else ["flops"]
-    rows = [(lv.name, lv.bytes) for lv in result.levels]
+    # A level's roof divides the bytes its bandwidth times: an exclusive or victim level's
+    # clean victims from above ride along (LevelResult.timed_bytes).
+    rows = [(lv.name, lv.timed_bytes) for lv in result.levels]
     rows.append((result.memory.name, result.memory.bytes))
     bws = [*machine.bandwidths, machine.memory_bandwidth]
     levels = []

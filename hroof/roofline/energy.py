@@ -314,10 +314,10 @@ class EnergyModel:
         return out if out.ndim else float(out)
 
     # ------------------------------------------------------------------ runs
-    def estimate(
-        self, flops: int | float, level_bytes: Mapping[str, int | float]
-    ) -> EnergyEstimate:
-        """Time, energy and power of ``flops`` flops moving ``level_bytes`` (name -> bytes).
+    def estimate(self, flops: float, level_bytes: Mapping[str, float],
+                 timed_bytes: Mapping[str, float] | None = None) -> EnergyEstimate:  # fmt: skip
+        """Time, energy and power of ``flops`` flops moving ``level_bytes`` (name -> bytes),
+        of which ``timed_bytes`` (default: all) take time (``LevelResult.timed_bytes``).
 
         Levels not in ``level_bytes`` move nothing. ``uncharged`` in the result
         names the levels that moved bytes but have no energy per byte, ``untimed``
@@ -345,7 +345,8 @@ class EnergyModel:
                 if nbytes:
                     untimed.append(lv.name)
             else:
-                times.append((lv.name, nbytes / (lv.bandwidth * 1e9)))
+                timed = nbytes if timed_bytes is None else timed_bytes.get(lv.name, nbytes)
+                times.append((lv.name, timed / (lv.bandwidth * 1e9)))
             if lv.byte_pj is None:
                 if nbytes:
                     uncharged.append(lv.name)
@@ -655,7 +656,8 @@ def run_energy(result: SimResult, machine: Machine | EnergyModel) -> EnergyEstim
             f"the result's levels {have} do not match machine {model.machine}'s "
             f"{model.level_names}; simulate on the machine's hierarchy"
         )
-    return model.estimate(result.flops, level_bytes(result))
+    timed = {lv.name: lv.timed_bytes for lv in result.levels}
+    return model.estimate(result.flops, level_bytes(result), timed)
 
 
 __all__ = [

@@ -207,7 +207,11 @@ def _movement_steps(result: SimResult, machine: Machine, ais: dict, bound: float
             "load fewer bytes per flop (a smaller data type).")]  # fmt: skip
     above = result.levels[k - 1]
     parts = above.traffic_below
-    total = result.memory.bytes if binding == machine.memory_name else result.levels[k].bytes
+    total = result.memory.bytes if binding == machine.memory_name else result.levels[k].timed_bytes
+    if parts is not None and above.victims:
+        # Clean victims into an exclusive level are in the capacity part but take no time
+        # there (LevelResult.timed_bytes): the part is what the roof divides.
+        parts = dict(parts, capacity=parts["capacity"] - above.victims * above.line)
     if parts is None or result.flops is None or not total:
         return [Step("data movement", f"{binding} traffic", bound, None, True,
             f"{binding} binds at AI {_g(ais[binding])} FLOP/byte; raise that AI (reuse data "

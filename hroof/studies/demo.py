@@ -105,8 +105,9 @@ DEMO_MRC_N = 64
 
 
 def summary_table(demo: Demo) -> list[list[str]]:
-    """Rows: per size, the footprint, the bytes per point each level sends below, the
-    bound and the level that binds."""
+    """Rows: per size, the footprint, the bytes per point each level below L1 moves for the
+    level above (those its bandwidth times: :func:`victims_lines`), the bound and the level
+    that binds."""
     names = [lv.name for lv in demo.machine.hierarchy.levels]
     below = [*names[1:], demo.machine.memory_name]
     rows = [["n", "footprint", *(f"{b} B/point" for b in below), "bound GFLOP/s", "binds"]]
@@ -114,10 +115,28 @@ def summary_table(demo: Demo) -> list[list[str]]:
         r = p.result
         npts = p.params["n"] ** 3
         rf = roofline(r, demo.machine)
-        per = [lv.bytes / npts for lv in r.levels[1:]] + [r.memory.bytes / npts]
+        per = [lv.bytes / npts for lv in rf.levels[1:]]  # the bytes each roof divides
         rows.append([str(p.params["n"]), format_bytes(p.footprint), *(f"{v:.1f}" for v in per),
                      f"{rf.bound:.3g}", rf.binding])  # fmt: skip
     return rows
+
+
+def victims_lines(demo: Demo) -> list[str]:
+    """A sentence for each exclusive or victim level that took clean victims: the table's
+    bytes for it are those its bandwidth times; the victims moved too."""
+    out = []
+    for k, lv in enumerate(demo.machine.hierarchy.levels):
+        extra = [(p.params["n"], p.result.levels[k].victims_in * lv.line / p.params["n"] ** 3)
+                 for p in demo.points]  # fmt: skip
+        if not any(v for _, v in extra):
+            continue
+        n, most = max(extra, key=lambda t: t[1])
+        above = demo.machine.hierarchy.levels[k - 1].name
+        out.append(f"{lv.name} B/point counts the bytes {lv.name}'s bandwidth times: the clean "
+                   f"lines {above} evicts into the {lv.inclusion} {lv.name} move too (up to "
+                   f"{most:.1f} more B/point, at n={n}), and a measured load bandwidth of such "
+                   "a cache already includes them (docs/cache-model.md).")  # fmt: skip
+    return out
 
 
 def summary_lines(demo: Demo) -> list[str]:
@@ -132,6 +151,7 @@ def summary_lines(demo: Demo) -> list[str]:
         + " -> ".join(s["binding"])
         + (" (down the hierarchy)." if s["moves_down"] else "."),
     ]
+    out += victims_lines(demo)
     if not s["monotone"]:
         out.append("Between walls the bound creeps up a little: the halo's share of the "
                    "traffic shrinks as n grows.")  # fmt: skip
