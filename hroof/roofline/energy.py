@@ -4,7 +4,7 @@ The model is Choi, Bedard, Fowler and Vuduc, "A roofline model of energy"
 (IPDPS 2013; the longer form is Choi and Vuduc, Georgia Tech technical report
 GT-CSE-2012-01), extended from one memory to every level hroof simulates, as
 the hierarchical roofline extends the time roofline. A run of ``W`` flops that
-moves ``Q_l`` bytes at each level ``l`` (docs/architecture.md, "Bytes and AI per level")
+moves ``Q_l`` bytes at each level ``l`` (docs/roofline.md, "What hroof computes")
 takes, at best, the roofline time
 
     T = max(W / peak, max over levels of Q_l / bandwidth_l)        (seconds)
@@ -625,7 +625,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
 
 
 def level_bytes(result: SimResult) -> dict[str, int]:
-    """Bytes of every cache level and of memory (docs/architecture.md, "Bytes and AI per level")."""
+    """Bytes of every cache level and of memory (docs/roofline.md, "What hroof computes")."""
     out = {lv.name: lv.bytes for lv in result.levels}
     out[result.memory.name] = result.memory.bytes
     return out
