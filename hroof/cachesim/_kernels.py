@@ -68,11 +68,14 @@ from numba import njit
 
 from hroof._base.jit import INLINE, JIT
 from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the policy kernels)
+    PREFETCH_AHEAD,
     S_HEAD,
     S_MRU,
     Shadow,
     _hash,
+    _prefetch,
     _sh_drop,
+    _sh_prefetch,
     _sh_touch,
 )
 
@@ -331,6 +334,13 @@ def _make_level_pass(CLASSIFY, TOP):
             ):
                 stop = i
                 break
+            if CLASSIFY and i + PREFETCH_AHEAD < n:
+                # Start the memory reads of a later event (its set, its shadow pair):
+                # on a large level they miss the host's caches.
+                j = i + PREFETCH_AHEAD
+                ahead = src[j] >> shift if TOP else src[j] >> EV_BITS
+                _prefetch(tags, off + (ahead & mask if mask >= 0 else ahead % nsets) * ways)
+                _sh_prefetch(sh, lvl, ahead)
             if TOP:
                 line = src[i] >> shift
                 t = np.int64(kind[i])
