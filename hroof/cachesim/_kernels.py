@@ -214,6 +214,31 @@ def _flag_index(fl, line):
     return page * PAGE + (line & (PAGE - 1))
 
 
+@njit(**INLINE)
+def _flag_prefetch(fl, line, pt_bits):
+    """Start reading ``line``'s flag word if its page exists (creates nothing).
+
+    ``pt_bits`` is the log2 of the page table's size.
+    """
+    region = line >> PAGE_BITS
+    rc = fl.rcache
+    slot = region & (RCACHE - 1)
+    if rc[slot] == region:
+        _prefetch(fl.pages, rc[RCACHE + slot] * PAGE + (line & (PAGE - 1)))
+        return
+    keys = fl.pt_keys
+    mask = keys.shape[0] - 1
+    h = _hash(region, pt_bits)
+    while True:
+        k = keys[h]
+        if k == region:
+            _prefetch(fl.pages, fl.pt_vals[h] * PAGE + (line & (PAGE - 1)))
+            return
+        if k == -1:
+            return
+        h = (h + 1) & mask
+
+
 @njit(**JIT)
 def rehash_pages(old_keys, old_vals, new_keys, new_vals):
     """Move every region of a page table into a larger, empty one."""
@@ -322,6 +347,9 @@ def _make_level_pass(CLASSIFY, TOP):
         wa = geo.wa[lvl] != 0
         pages_cap = fl.pages.shape[0] // PAGE
         pt_cap = fl.pt_keys.shape[0]
+        pt_bits = 0
+        while (1 << pt_bits) < pt_cap:
+            pt_bits += 1
         # Hot counters live in registers and are stored once per call.
         lookups = 0
         misses = 0
@@ -335,12 +363,14 @@ def _make_level_pass(CLASSIFY, TOP):
                 stop = i
                 break
             if CLASSIFY and i + PREFETCH_AHEAD < n:
-                # Start the memory reads of a later event (its set, its shadow pair):
-                # on a large level they miss the host's caches.
+                # Start the memory reads of a later event (its set, its shadow pair,
+                # its flag word): on a large level or a scattered trace they miss the
+                # host's caches.
                 j = i + PREFETCH_AHEAD
                 ahead = src[j] >> shift if TOP else src[j] >> EV_BITS
                 _prefetch(tags, off + (ahead & mask if mask >= 0 else ahead % nsets) * ways)
                 _sh_prefetch(sh, lvl, ahead)
+                _flag_prefetch(fl, ahead, pt_bits)
             if TOP:
                 line = src[i] >> shift
                 t = np.int64(kind[i])
