@@ -21,6 +21,9 @@ uint32 sizes); pycachesim's ``loadstore`` on ready lists; the C reference
 the NumPy-to-list conversion done with the garbage collector disabled (the
 fair peer).
 
+With classification on, it also prints the bytes of classification state:
+flag pages per distinct line of the stream, shadows per line of capacity.
+
 hroof's counts must equal the C reference's at every level (lookups, misses,
 writebacks), or the script fails.
 
@@ -97,7 +100,19 @@ def run_hroof(h, chunks, **kw):
     for c in chunks:
         sim.feed(*c)
     r = sim.finish()
-    return time.perf_counter() - t0, r
+    t = time.perf_counter() - t0
+    if kw.get("classify"):
+        CLASSIFY_BYTES.update(
+            flags=sum(a.nbytes for a in sim._fl),
+            shadows=sum(a.nbytes for a in sim._sh),
+            capacity_lines=sum(lv.lines for lv in h.levels),
+        )
+    return t, r
+
+
+#: Bytes held by the last classified run: flag pages (per distinct line) and shadows
+#: (per line of capacity).
+CLASSIFY_BYTES: dict[str, int] = {}
 
 
 def run_pycachesim(h, pairs, per_point):
@@ -236,6 +251,14 @@ def bench_stream(name, h, exe, tmp, args) -> bool:
         r2 = f"{cref / t:5.2f}"
         print(f"{label:<52} {t:8.3f} {n / t / 1e6:8.1f} {r1:>8} {r2:>6}")
     print(f"CLI timing fields besides simulate_s: {extra}")
+    distinct = np.unique(addr >> h.line_bits).size
+    cb = CLASSIFY_BYTES
+    print(
+        f"classification state: flag pages {cb['flags'] / 2**20:.1f} MiB = "
+        f"{cb['flags'] / distinct:.2f} B per distinct line ({distinct} lines); shadows "
+        f"{cb['shadows'] / 2**20:.1f} MiB = {cb['shadows'] / cb['capacity_lines']:.1f} B per "
+        "line of capacity"
+    )
     print(f"counts per level (lookups, misses, wb in, wb out), equal to C: {ok}: {c_levels}")
     if pyc:
         print(f"pycachesim misses: {[s['MISS_count'] for s in stats]}")

@@ -48,12 +48,10 @@ flag pages
 
 shadows
     Per level, a fully-associative LRU cache of the level's capacity in
-    lines: a doubly-linked list of nodes (``node``: the line and its packed
-    links, 16 bytes a node) in recency order plus a linear-probing hash table
-    (``tab``, int64 ``home << 32 | node``, so probing and deleting read no
-    node) from line to node, so every operation is O(1) expected
-    whatever the capacity (an L3 of 500 000 lines costs the same per event
-    as an L1 of 768).
+    lines, exact LRU kept with timestamps and a lazy-deletion queue
+    (:mod:`hroof.cachesim._shadow_kernels`): O(1) expected per event whatever
+    the capacity (an L3 of 500 000 lines costs the same per event as an L1
+    of 768, bar the host's cache misses).
 
 Kernels never allocate. When the flag pages or their hash table run short,
 :func:`level_pass` stops before the event that could overflow them and
@@ -69,6 +67,17 @@ import numpy as np
 from numba import njit
 
 from hroof._base.jit import INLINE, JIT
+from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the policy kernels)
+    PREFETCH_AHEAD,
+    S_HEAD,
+    S_MRU,
+    Shadow,
+    _hash,
+    _prefetch,
+    _sh_drop,
+    _sh_prefetch,
+    _sh_touch,
+)
 
 # Access kinds in traces.
 KIND_LOAD = 0
@@ -137,26 +146,10 @@ NMETA = 3
 # Recent regions cached in front of the page table (a power of two).
 RCACHE = 64
 
-# Shadow meta columns (per level).
-S_HEAD = 0
-S_TAIL = 1
-S_USED = 2  # nodes ever handed out
-S_NFREE = 3  # nodes on the free stack
-NSMETA = 4
-
-_GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
-
 Geometry = namedtuple("Geometry", ["ways", "nsets", "off", "mask", "wa", "line_bits", "nlevels"])
 State = namedtuple("State", ["tags", "ctr", "core"])
 Events = namedtuple("Events", ["ev", "size"])
 Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta", "rcache"])
-Shadow = namedtuple("Shadow", ["node", "free", "tab", "noff", "ncap", "toff", "tbits", "meta"])
-
-
-@njit(**INLINE)
-def _hash(key, bits):
-    """Fibonacci hashing: the top ``bits`` bits of ``key * golden``."""
-    return ((key * _GOLDEN) >> (64 - bits)) & ((1 << bits) - 1)
 
 
 # --------------------------------------------------------------------- sets
@@ -221,6 +214,31 @@ def _flag_index(fl, line):
     return page * PAGE + (line & (PAGE - 1))
 
 
+@njit(**INLINE)
+def _flag_prefetch(fl, line, pt_bits):
+    """Start reading ``line``'s flag word if its page exists (creates nothing).
+
+    ``pt_bits`` is the log2 of the page table's size.
+    """
+    region = line >> PAGE_BITS
+    rc = fl.rcache
+    slot = region & (RCACHE - 1)
+    if rc[slot] == region:
+        _prefetch(fl.pages, rc[RCACHE + slot] * PAGE + (line & (PAGE - 1)))
+        return
+    keys = fl.pt_keys
+    mask = keys.shape[0] - 1
+    h = _hash(region, pt_bits)
+    while True:
+        k = keys[h]
+        if k == region:
+            _prefetch(fl.pages, fl.pt_vals[h] * PAGE + (line & (PAGE - 1)))
+            return
+        if k == -1:
+            return
+        h = (h + 1) & mask
+
+
 @njit(**JIT)
 def rehash_pages(old_keys, old_vals, new_keys, new_vals):
     """Move every region of a page table into a larger, empty one."""
@@ -237,151 +255,6 @@ def rehash_pages(old_keys, old_vals, new_keys, new_vals):
             h = (h + 1) & (cap - 1)
         new_keys[h] = k
         new_vals[h] = old_vals[i]
-
-
-# ------------------------------------------------------------------ shadows
-# A node is two int64 words in ``sh.node``: the line, then its links packed as
-# ``prev << 32 | next & 0xFFFFFFFF`` (signed 32-bit node indices, -1 for none),
-# so one touch of a node reads one cache line of the host, not three arrays.
-_LO32 = 0xFFFFFFFF
-
-
-@njit(**INLINE)
-def _sh_prev(sh, nd):
-    return sh.node[2 * nd + 1] >> 32
-
-
-@njit(**INLINE)
-def _sh_next(sh, nd):
-    return ((sh.node[2 * nd + 1] & _LO32) ^ 0x80000000) - 0x80000000
-
-
-@njit(**INLINE)
-def _sh_set_prev(sh, nd, v):
-    sh.node[2 * nd + 1] = (sh.node[2 * nd + 1] & _LO32) | (v << 32)
-
-
-@njit(**INLINE)
-def _sh_set_next(sh, nd, v):
-    sh.node[2 * nd + 1] = (sh.node[2 * nd + 1] & ~_LO32) | (v & _LO32)
-
-
-@njit(**INLINE)
-def _sh_lookup(sh, lvl, line):
-    """Return (node, slot): the node holding ``line`` (-1) and its table slot.
-
-    A table slot holds ``home << 32 | node`` (``-1`` if empty), ``home`` being
-    the slot the line hashes to: the probe skips every entry of another home
-    without reading its node (a random access to memory on large shadows).
-    """
-    bits = sh.tbits[lvl]
-    toff = sh.toff[lvl]
-    mask = (1 << bits) - 1
-    home = _hash(line, bits)
-    h = home
-    while True:
-        e = sh.tab[toff + h]
-        if e < 0:
-            return np.int64(-1), h
-        if (e >> 32) == home:
-            nd = e & _LO32
-            if sh.node[2 * nd] == line:
-                return nd, h
-        h = (h + 1) & mask
-
-
-@njit(**INLINE)
-def _sh_unlink(sh, lvl, nd):
-    pv = _sh_prev(sh, nd)
-    nx = _sh_next(sh, nd)
-    if pv >= 0:
-        _sh_set_next(sh, pv, nx)
-    else:
-        sh.meta[lvl, S_HEAD] = nx
-    if nx >= 0:
-        _sh_set_prev(sh, nx, pv)
-    else:
-        sh.meta[lvl, S_TAIL] = pv
-
-
-@njit(**INLINE)
-def _sh_push_front(sh, lvl, nd):
-    head = sh.meta[lvl, S_HEAD]
-    sh.node[2 * nd + 1] = (np.int64(-1) << 32) | (head & _LO32)
-    if head >= 0:
-        _sh_set_prev(sh, head, nd)
-    else:
-        sh.meta[lvl, S_TAIL] = nd
-    sh.meta[lvl, S_HEAD] = nd
-
-
-@njit(**INLINE)
-def _sh_tab_delete(sh, lvl, slot):
-    """Backward-shift deletion from the linear-probing table."""
-    bits = sh.tbits[lvl]
-    toff = sh.toff[lvl]
-    mask = (1 << bits) - 1
-    i = slot
-    j = slot
-    while True:
-        j = (j + 1) & mask
-        e = sh.tab[toff + j]
-        if e < 0:
-            break
-        k = e >> 32
-        # Move entry j into the hole at i unless its home k lies cyclically in (i, j].
-        if i <= j:
-            stays = i < k <= j
-        else:
-            stays = k > i or k <= j
-        if not stays:
-            sh.tab[toff + i] = e
-            i = j
-    sh.tab[toff + i] = -1
-
-
-@njit(**INLINE)
-def _sh_touch(sh, lvl, line, allocate):
-    """Reference ``line`` in the fully-associative shadow; return True on a hit."""
-    head = sh.meta[lvl, S_HEAD]
-    if head >= 0 and sh.node[2 * head] == line:
-        return True
-    nd, slot = _sh_lookup(sh, lvl, line)
-    if nd >= 0:
-        _sh_unlink(sh, lvl, nd)
-        _sh_push_front(sh, lvl, nd)
-        return True
-    if not allocate:
-        return False
-    if sh.meta[lvl, S_NFREE] > 0:
-        sh.meta[lvl, S_NFREE] -= 1
-        nd = sh.free[sh.noff[lvl] + sh.meta[lvl, S_NFREE]]
-    elif sh.meta[lvl, S_USED] < sh.ncap[lvl]:
-        nd = sh.noff[lvl] + sh.meta[lvl, S_USED]
-        sh.meta[lvl, S_USED] += 1
-    else:
-        # Evict the LRU node and reuse it.
-        nd = sh.meta[lvl, S_TAIL]
-        _sh_unlink(sh, lvl, nd)
-        _, vslot = _sh_lookup(sh, lvl, sh.node[2 * nd])
-        _sh_tab_delete(sh, lvl, vslot)
-        # The deletion may have moved entries: find the new line's slot again.
-        _, slot = _sh_lookup(sh, lvl, line)
-    sh.node[2 * nd] = line
-    sh.tab[sh.toff[lvl] + slot] = (_hash(line, sh.tbits[lvl]) << 32) | nd
-    _sh_push_front(sh, lvl, nd)
-    return False
-
-
-@njit(**INLINE)
-def _sh_drop(sh, lvl, line):
-    nd, slot = _sh_lookup(sh, lvl, line)
-    if nd < 0:
-        return
-    _sh_unlink(sh, lvl, nd)
-    _sh_tab_delete(sh, lvl, slot)
-    sh.free[sh.noff[lvl] + sh.meta[lvl, S_NFREE]] = nd
-    sh.meta[lvl, S_NFREE] += 1
 
 
 # --------------------------------------------------------------- level pass
@@ -474,8 +347,9 @@ def _make_level_pass(CLASSIFY, TOP):
         wa = geo.wa[lvl] != 0
         pages_cap = fl.pages.shape[0] // PAGE
         pt_cap = fl.pt_keys.shape[0]
-        sh_node = sh.node
-        sh_meta = sh.meta
+        pt_bits = 0
+        while (1 << pt_bits) < pt_cap:
+            pt_bits += 1
         # Hot counters live in registers and are stored once per call.
         lookups = 0
         misses = 0
@@ -488,6 +362,15 @@ def _make_level_pass(CLASSIFY, TOP):
             ):
                 stop = i
                 break
+            if CLASSIFY and i + PREFETCH_AHEAD < n:
+                # Start the memory reads of a later event (its set, its shadow pair,
+                # its flag word): on a large level or a scattered trace they miss the
+                # host's caches.
+                j = i + PREFETCH_AHEAD
+                ahead = src[j] >> shift if TOP else src[j] >> EV_BITS
+                _prefetch(tags, off + (ahead & mask if mask >= 0 else ahead % nsets) * ways)
+                _sh_prefetch(sh, lvl, ahead)
+                _flag_prefetch(fl, ahead, pt_bits)
             if TOP:
                 line = src[i] >> shift
                 t = np.int64(kind[i])
@@ -502,11 +385,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 dirty = 1 if t == EV_STORE else 0
                 sh_hit = False
                 if CLASSIFY:
-                    head = sh_meta[lvl, S_HEAD]
-                    if head >= 0 and sh_node[2 * head] == line:
-                        sh_hit = True
-                    else:
-                        sh_hit = _sh_touch(sh, lvl, line, fills)
+                    sh_hit = _sh_touch(sh, lvl, line, fills)
                 if fills:
                     victim = _touch(tags, base, ways, line, dirty)
                     if victim == -2:
@@ -520,14 +399,16 @@ def _make_level_pass(CLASSIFY, TOP):
                 misses += 1
                 cls = 0
                 if CLASSIFY:
-                    fi = _flag_index(fl, line)
-                    bit = np.int64(1) << (SEEN_BIT0 + lvl)
-                    if (fl.pages[fi] & bit) == 0:
-                        fl.pages[fi] |= bit
-                    elif sh_hit:
+                    if sh_hit:
+                        # The shadow holds only lines this level has seen: a conflict.
                         cls = 2
                     else:
-                        cls = 1
+                        fi = _flag_index(fl, line)
+                        bit = np.int64(1) << (SEEN_BIT0 + lvl)
+                        if (fl.pages[fi] & bit) == 0:
+                            fl.pages[fi] |= bit
+                        else:
+                            cls = 1
                     ctr[lvl, C_COMP + cls] += 1
                 if not fills:
                     # No-write-allocate store miss: forward the bytes, fill nothing.

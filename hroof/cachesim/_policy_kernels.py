@@ -45,7 +45,6 @@ from hroof.cachesim._kernels import (
     M_NPAGES,
     M_PT_USED,
     PAGE,
-    S_HEAD,
     SEEN_BIT0,
     _count_writeback,
     _find,
@@ -207,11 +206,7 @@ def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, classify, a
         l1_lookups += 1
         sh_hit = False
         if classify:
-            head = sh.meta[0, S_HEAD]
-            if head >= 0 and sh.node[2 * head] == line:
-                sh_hit = True
-            else:
-                sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
+            sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
         b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
         cur = tags[b]
         if (cur >> 1) == line:

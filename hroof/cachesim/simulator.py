@@ -21,6 +21,7 @@ import numpy as np
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
 from hroof.cachesim import _policy_kernels as PK
+from hroof.cachesim import _shadow_kernels as SHK
 from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
@@ -74,11 +75,6 @@ def _event_arrays(n: int):
 
 
 _NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
-
-
-def _plain(fn):
-    """The Python function behind a Numba dispatcher (itself when NUMBA_DISABLE_JIT=1)."""
-    return getattr(fn, "py_func", fn)
 
 
 class Simulator:
@@ -190,27 +186,9 @@ class Simulator:
 
     @staticmethod
     def _new_shadow(caps: list[int]) -> K.Shadow:
-        ncap = np.array(caps, dtype=np.int64)
-        noff = np.concatenate(([0], np.cumsum(ncap)[:-1])).astype(np.int64)
-        tsize = [_pow2_at_least(2 * c) for c in caps]
-        tbits = np.array([t.bit_length() - 1 for t in tsize], dtype=np.int64)
-        toff = np.concatenate(([0], np.cumsum(tsize)[:-1])).astype(np.int64)
-        total = int(ncap.sum())
-        meta = np.zeros((len(caps), K.NSMETA), dtype=np.int64)
-        meta[:, K.S_HEAD] = -1
-        meta[:, K.S_TAIL] = -1
-        if total >= 2**31 or max(caps) >= 2**30:
+        if max(caps) >= 2**30:
             raise HroofError("classification supports levels of fewer than 2**30 lines")
-        return K.Shadow(
-            node=np.full(2 * total, -1, dtype=np.int64),
-            free=np.zeros(total, dtype=np.int64),
-            tab=np.full(int(sum(tsize)), -1, dtype=np.int64),
-            noff=noff,
-            ncap=ncap,
-            toff=toff,
-            tbits=tbits,
-            meta=meta,
-        )
+        return SHK.new_shadow(caps)
 
     def _grow_flags(self, need: int) -> None:
         """Make room for ``need`` more flag pages (and their table entries)."""
@@ -273,19 +251,7 @@ class Simulator:
             assert ctr[K.C_MISSES] <= ctr[K.C_LOOKUPS]
             if self.classify:
                 assert ctr[K.C_COMP : K.C_COMP + 3].sum() == ctr[K.C_MISSES]
-                sh = self._sh
-                meta = sh.meta[i]
-                listed = []
-                nd = int(meta[K.S_HEAD])
-                while nd >= 0:
-                    listed.append(nd)
-                    nd = int(_plain(K._sh_next)(sh, nd))
-                assert len(listed) == meta[K.S_USED] - meta[K.S_NFREE] <= lv.lines
-                toff, tsize = int(sh.toff[i]), 1 << int(sh.tbits[i])
-                table = sh.tab[toff : toff + tsize]
-                assert sorted((table[table >= 0] & 0xFFFFFFFF).tolist()) == sorted(listed)
-                keys = sh.node[2 * np.array(listed, dtype=np.int64)]
-                assert len(set(keys.tolist())) == len(listed), f"{lv.name}: shadow duplicate"
+                SHK.check_shadow(self._sh, i)
 
     # ------------------------------------------------------------ feeding
     def feed(self, addr, size, kind, *, trusted: bool = False) -> None:

@@ -1,0 +1,96 @@
+"""The classification shadow (timestamps and a lazy-deletion queue) against its naive twin.
+
+:class:`naive.FullyAssociativeLRU` is an ``OrderedDict``; the fast shadow must
+answer every touch the same and hold the same lines in the same recency order,
+checked after every operation on tiny capacities that force the rare paths
+(eviction past tombstones, compaction of the queue, drops of the MRU line).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from naive import FullyAssociativeLRU
+from numba import njit
+
+from hroof._base.jit import JIT
+from hroof.cachesim import _shadow_kernels as S
+
+
+@njit(**JIT)
+def _apply(sh, lvl, ops, lines, out):
+    """Run ops (0 touch allocating, 1 touch not allocating, 2 drop) through one shadow."""
+    for i in range(ops.shape[0]):
+        if ops[i] == 2:
+            S._sh_drop(sh, lvl, lines[i])
+            out[i] = -1
+        else:
+            out[i] = 1 if S._sh_touch(sh, lvl, lines[i], ops[i] == 0) else 0
+
+
+def _run_both(caps, lvl, ops, lines):
+    sh = S.new_shadow(caps)
+    naive = FullyAssociativeLRU(caps[lvl])
+    out = np.zeros(1, dtype=np.int64)
+    for op, line in zip(ops.tolist(), lines.tolist(), strict=True):
+        _apply(sh, lvl, np.array([op]), np.array([line]), out)
+        if op == 2:
+            naive.drop(line)
+        else:
+            assert bool(out[0]) == naive.touch(line, allocate=op == 0)
+        assert S.check_shadow(sh, lvl) == list(naive.lines)
+    return sh
+
+
+def test_worked_example_of_the_docstring():
+    # Capacity 2, queue of 8 (4 x 2): A B A C C A D as in the module docstring (whose
+    # queue of 6 compacts earlier), then B A C.
+    sh = S.new_shadow([2])
+    a, b, c, d = 10, 11, 12, 13
+    seq = np.array([a, b, a, c, c, a, d], dtype=np.int64)
+    out = np.zeros(seq.size, dtype=np.int64)
+    _apply(sh, 0, np.zeros(seq.size, dtype=np.int64), seq, out)
+    assert out.tolist() == [0, 0, 1, 0, 1, 1, 0]
+    assert S.check_shadow(sh, 0) == [a, d]
+    assert (sh.meta[0, S.S_HEAD], sh.meta[0, S.S_TAIL], sh.meta[0, S.S_LIVE]) == (4, 6, 2)
+    _apply(sh, 0, np.zeros(2, dtype=np.int64), np.array([b, a]), out)
+    assert out[:2].tolist() == [0, 0]  # B evicts A, then A evicts D
+    assert S.check_shadow(sh, 0) == [b, a]
+    assert (sh.meta[0, S.S_HEAD], sh.meta[0, S.S_TAIL]) == (6, 8)
+    # The queue is full: C compacts it to [B A], is appended, and evicts B.
+    _apply(sh, 0, np.zeros(1, dtype=np.int64), np.array([c]), out)
+    assert S.check_shadow(sh, 0) == [a, c]
+    assert (sh.meta[0, S.S_HEAD], sh.meta[0, S.S_TAIL]) == (1, 3)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("seed", range(6))
+def test_random_ops_match_the_ordered_dict(cap, seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    ops = rng.choice(3, size=n, p=[0.7, 0.15, 0.15])
+    lines = rng.integers(0, 3 * cap + 2, size=n)
+    # Level 1 of three, so the offsets into the shared arrays are exercised too.
+    sh = _run_both([4, cap, 3], 1, ops, lines)
+    assert S.check_shadow(sh, 0) == [] and S.check_shadow(sh, 2) == []
+
+
+def test_compiled_matches_step_by_step():
+    rng = np.random.default_rng(7)
+    n = 5000
+    ops = rng.choice(3, size=n, p=[0.8, 0.1, 0.1])
+    lines = rng.integers(0, 40, size=n)
+    sh_steps = _run_both([16], 0, ops, lines)
+    sh = S.new_shadow([16])
+    out = np.zeros(n, dtype=np.int64)
+    _apply(sh, 0, ops, lines, out)
+    assert S.check_shadow(sh, 0) == S.check_shadow(sh_steps, 0)
+    naive = FullyAssociativeLRU(16)
+    expect = []
+    for op, x in zip(ops.tolist(), lines.tolist(), strict=True):
+        if op == 2:
+            naive.drop(x)
+            expect.append(-1)
+        else:
+            expect.append(int(naive.touch(x, op == 0)))
+    assert out.tolist() == expect
