@@ -148,8 +148,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _model(hierarchy: HierarchyConfig, model: str) -> HierarchyConfig:
-    """``--model``: the machine's own inclusion policies, or every level NINE."""
-    return hierarchy if model == "machine" else hierarchy.with_inclusion("nine")
+    """``--model``: the machine's own inclusion policies and prefetchers, or every level
+    NINE without prefetchers (the plain model)."""
+    if model == "machine":
+        return hierarchy
+    return hierarchy.with_inclusion("nine").without_prefetch()
 
 
 def _json(result: SimResult, hierarchy: HierarchyConfig) -> str:
@@ -306,9 +309,9 @@ def register(sub, machine_sub) -> None:
         "--model",
         choices=("machine", "nine"),
         default="machine",
-        help="machine: each level's inclusion policy as the machine file gives it (default); "
-        "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
-        "'Inclusion policies')",
+        help="machine: each level's inclusion policy and prefetcher as the machine file gives "
+        "them (default); nine: every level non-inclusive, non-exclusive and without prefetcher, "
+        "to compare (docs/cache-model.md, 'Inclusion policies', 'Prefetchers')",
     )
     simulation_options(p)
     p.add_argument(
