@@ -64,7 +64,6 @@ from hroof.cachesim._prefetch_kernels import (
     PC_USEFUL,
     PC_USELESS,
     PF_BIT,
-    PM_ANY,
     T_HIT,
     T_MISS,
     T_PF_HIT,
@@ -143,7 +142,7 @@ def _invalidate_above(tags, ctr, geo, fl, sh, pf, line, stop, counter, classify)
     return carry
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, pf, classify):
     """Level ``j`` lets ``v`` go: evicted (``evicted``) or written back by the flush.
 
@@ -257,7 +256,7 @@ def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
         tags[b] |= PF_BIT
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _after(line, hit_lv, pfhit, geo, st, fl, sh, pol, pf, classify, act):
     """The prefetchers of the levels a demand lookup of ``line`` reached (L1 .. the level
     ``hit_lv`` that hit, or every level), L1 first, train and issue their requests."""
@@ -271,133 +270,149 @@ def _after(line, hit_lv, pfhit, geo, st, fl, sh, pol, pf, classify, act):
             _prefetch(u, pf.out[q], geo, st, fl, sh, pol, pf, classify, act)
 
 
-@njit(**JIT)
-def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, pf, classify, act, akind):
-    """Run trace accesses ``start..`` (byte addresses, each within one line) through the hierarchy.
+def _make_policy_pass(CLASSIFY):
+    """Build :func:`policy_pass` with classification on or off (a compile-time constant, as
+    :func:`hroof.cachesim._kernels._make_level_pass` does it)."""
 
-    ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
-    index reached: ``len(src)`` unless the classification tables must grow
-    first (the driver grows them and calls again from there).
-    """
-    n = src.shape[0]
-    tags = st.tags
-    ctr = st.ctr
-    pc = pf.ctr
-    nlev = geo.nlevels
-    pages_cap = fl.pages.shape[0] // PAGE
-    pt_cap = fl.pt_keys.shape[0]
-    l1_lookups = 0  # in a register, stored once per call
-    off0 = geo.off[0]
-    mask0 = geo.mask[0]
-    nsets0 = geo.nsets[0]
-    ways0 = geo.ways[0]
-    wa0 = geo.wa[0] != 0
-    anypf = pf.meta[PM_ANY] != 0
-    for i in range(start, n):
-        if classify and (
-            fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
-        ):
-            ctr[0, C_LOOKUPS] += l1_lookups
-            return i
-        line = src[i] >> shift
-        t = np.int64(kind[i])
-        if t == KIND_NT:
-            # A non-temporal store: invalidate every copy, carrying a dirty one down.
-            _invalidate_above(tags, ctr, geo, fl, sh, pf, line, nlev, C_INVAL, classify)
-            continue
-        k = _WRITE if t == KIND_STORE else _READ
-        # L1 (always NINE) first, as the level pass does it: most accesses end here.
-        l1_lookups += 1
-        sh_hit = False
-        if classify:
-            head = sh.meta[0, S_HEAD]
-            if head >= 0 and sh.node[2 * head] == line:
-                sh_hit = True
-            else:
-                sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
-        b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
-        cur = tags[b]
-        p = 0 if ((cur >> 1) & LINE_MASK) == line else find(tags, b, ways0, line)
-        if p >= 0:
-            if p == 0:
-                tags[b] = cur | k  # k is 1 for a store: the dirty bit
-            else:
-                _to_front(tags, b, p, k)
-            if anypf:
-                pfhit = (tags[b] & PF_BIT) != 0
-                if pfhit:
-                    tags[b] &= NO_PF
-                    pc[0, PC_USEFUL] += 1
-                _after(line, 0, pfhit, geo, st, fl, sh, pol, pf, classify, act)
-            continue
-        d = False
-        pfhit = False
-        lv = 0
-        while lv < nlev:
-            through = _passes(pol, lv)
-            forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
-            allocates = not forwards and not through
-            if lv > 0:
-                ctr[lv, C_LOOKUPS] += 1
-                sh_hit = False
-                if classify:
-                    sh_hit = _sh_touch(sh, lv, line, allocates)
-                b = _base(geo, lv, line)
-                p = find(tags, b, geo.ways[lv], line)
-            ways = geo.ways[lv]
+    @njit(**JIT)
+    def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, pf, act, akind):
+        """Run trace accesses ``start..`` (byte addresses, each within one line) through
+        the hierarchy.
+
+        ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
+        index reached: ``len(src)`` unless the classification tables must grow
+        first (the driver grows them and calls again from there).
+        """
+        n = src.shape[0]
+        tags = st.tags
+        ctr = st.ctr
+        pc = pf.ctr
+        nlev = geo.nlevels
+        pages_cap = fl.pages.shape[0] // PAGE
+        pt_cap = fl.pt_keys.shape[0]
+        l1_lookups = 0  # in a register, stored once per call
+        off0 = geo.off[0]
+        mask0 = geo.mask[0]
+        nsets0 = geo.nsets[0]
+        ways0 = geo.ways[0]
+        wa0 = geo.wa[0] != 0
+        # The first level with a prefetcher (nlev if none): a lookup that stops above it
+        # triggers nothing, and only levels with a prefetcher hold prefetched lines.
+        pf_first = nlev
+        for u in range(nlev - 1, -1, -1):
+            if pf.kind[u] != 0:
+                pf_first = u
+        for i in range(start, n):
+            if CLASSIFY and (
+                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+            ):
+                ctr[0, C_LOOKUPS] += l1_lookups
+                return i
+            line = src[i] >> shift
+            t = np.int64(kind[i])
+            if t == KIND_NT:
+                # A non-temporal store: invalidate every copy, carrying a dirty one down.
+                _invalidate_above(tags, ctr, geo, fl, sh, pf, line, nlev, C_INVAL, CLASSIFY)
+                continue
+            k = _WRITE if t == KIND_STORE else _READ
+            # L1 (always NINE) first, as the level pass does it: most accesses end here.
+            l1_lookups += 1
+            sh_hit = False
+            if CLASSIFY:
+                head = sh.meta[0, S_HEAD]
+                if head >= 0 and sh.node[2 * head] == line:
+                    sh_hit = True
+                else:
+                    sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
+            b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
+            cur = tags[b]
+            p = 0 if ((cur >> 1) & LINE_MASK) == line else find(tags, b, ways0, line)
             if p >= 0:
-                if tags[b + p] & PF_BIT:
-                    pfhit = True
-                    tags[b + p] &= NO_PF
-                    pc[lv, PC_USEFUL] += 1
-                if k == _WRITE:
-                    _to_front(tags, b, p, 1)
-                elif pol[lv] == P_EXCLUSIVE:
-                    d = (tags[b + p] & 1) != 0
-                    _remove(tags, b, ways, p)
-                    if classify:
-                        _sh_drop(sh, lv, line)
+                if p == 0:
+                    tags[b] = cur | k  # k is 1 for a store: the dirty bit
                 else:
-                    _to_front(tags, b, p, 0)
-                break
-            ctr[lv, C_MISSES] += 1
-            cls = 0
-            if classify:
-                if _mark_seen(fl, lv, line):
-                    cls = 0
-                elif sh_hit:
-                    cls = 2
-                else:
-                    cls = 1
-                ctr[lv, C_COMP + cls] += 1
-            if forwards:
-                sz = np.int64(size[i])
-                ctr[lv, C_FWD] += 1
-                ctr[lv, C_FWD_BYTES] += sz
-                if classify:
-                    ctr[lv, C_FWD_COMP_BYTES + cls] += sz
-                act[lv] = _A_FORWARD
-                lv += 1
+                    _to_front(tags, b, p, k)
+                if pf_first == 0:
+                    pfhit = (tags[b] & PF_BIT) != 0
+                    if pfhit:
+                        tags[b] &= NO_PF
+                        pc[0, PC_USEFUL] += 1
+                    _after(line, 0, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
                 continue
-            if k == _READ:
-                if classify:
-                    ctr[lv, C_LOAD_COMP + cls] += 1
-            else:
-                ctr[lv, C_WA_FILLS] += 1
-            act[lv] = _A_THROUGH if through else _A_FILL
-            akind[lv] = k
-            k = _READ if k == _READ else _RFO
-            lv += 1
-        # Back up: the levels that missed insert the line, deepest first.
-        for j in range(lv - 1, -1, -1):
-            if act[j] != _A_FILL:
-                continue
-            _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, classify)
             d = False
-        if anypf:
-            _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, classify, act)
-    ctr[0, C_LOOKUPS] += l1_lookups
-    return n
+            pfhit = False
+            lv = 0
+            while lv < nlev:
+                through = _passes(pol, lv)
+                forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
+                allocates = not forwards and not through
+                if lv > 0:
+                    ctr[lv, C_LOOKUPS] += 1
+                    sh_hit = False
+                    if CLASSIFY:
+                        sh_hit = _sh_touch(sh, lv, line, allocates)
+                    b = _base(geo, lv, line)
+                    p = find(tags, b, geo.ways[lv], line)
+                ways = geo.ways[lv]
+                if p >= 0:
+                    if lv >= pf_first and tags[b + p] & PF_BIT:
+                        pfhit = True
+                        tags[b + p] &= NO_PF
+                        pc[lv, PC_USEFUL] += 1
+                    if k == _WRITE:
+                        _to_front(tags, b, p, 1)
+                    elif pol[lv] == P_EXCLUSIVE:
+                        d = (tags[b + p] & 1) != 0
+                        _remove(tags, b, ways, p)
+                        if CLASSIFY:
+                            _sh_drop(sh, lv, line)
+                    else:
+                        _to_front(tags, b, p, 0)
+                    break
+                ctr[lv, C_MISSES] += 1
+                cls = 0
+                if CLASSIFY:
+                    if _mark_seen(fl, lv, line):
+                        cls = 0
+                    elif sh_hit:
+                        cls = 2
+                    else:
+                        cls = 1
+                    ctr[lv, C_COMP + cls] += 1
+                if forwards:
+                    sz = np.int64(size[i])
+                    ctr[lv, C_FWD] += 1
+                    ctr[lv, C_FWD_BYTES] += sz
+                    if CLASSIFY:
+                        ctr[lv, C_FWD_COMP_BYTES + cls] += sz
+                    act[lv] = _A_FORWARD
+                    lv += 1
+                    continue
+                if k == _READ:
+                    if CLASSIFY:
+                        ctr[lv, C_LOAD_COMP + cls] += 1
+                else:
+                    ctr[lv, C_WA_FILLS] += 1
+                act[lv] = _A_THROUGH if through else _A_FILL
+                akind[lv] = k
+                k = _READ if k == _READ else _RFO
+                lv += 1
+            # Back up: the levels that missed insert the line, deepest first.
+            for j in range(lv - 1, -1, -1):
+                if act[j] != _A_FILL:
+                    continue
+                _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
+                d = False
+            if lv >= pf_first:
+                _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
+        ctr[0, C_LOOKUPS] += l1_lookups
+        return n
+
+    return policy_pass
+
+
+#: The access-by-access kernel, by classification on (True) or off.
+POLICY_PASS = {c: _make_policy_pass(c) for c in (False, True)}
 
 
 @njit(**JIT)

@@ -446,9 +446,9 @@ class Simulator:
         i = 0
         lb = self.hierarchy.line_bits
         while i < addr.shape[0]:
-            i = PK.policy_pass(
+            i = PK.POLICY_PASS[self.classify](
                 addr, lb, size, kind, i, self._geo, self._st, self._fl, self._sh, self._pol,
-                self._pf, self.classify, self._act[0], self._act[1],
+                self._pf, self._act[0], self._act[1],
             )  # fmt: skip
             if i < addr.shape[0]:
                 self._grow_flags(1)
