@@ -215,7 +215,11 @@ class NaiveLevel:
         if self.prefetch == "adjacent":
             per_pair = max(1, PAIR // self.line)
             first = line // per_pair * per_pair
-            return [y for y in range(first, first + per_pair) if y != line] if trigger == "miss" else []
+            return (
+                [y for y in range(first, first + per_pair) if y != line]
+                if trigger == "miss"
+                else []
+            )
         if self.prefetch == "stride":
             rows = self.stride_table
             row = next((r for r in rows if r[0] == page), None)

@@ -35,10 +35,12 @@ def fast_and_naive(levels, addr, size, kind, *, classify=True, flush=True, chunk
 def assert_same_prefetch(fast, naive):
     assert_same(fast, naive)
     for f, n in zip(fast["levels"], naive["levels"], strict=True):
-        for key in PF_KEYS + ("inclusion", "victims", "victims_in", "back_invalidations"):
+        for key in (*PF_KEYS, "inclusion", "victims", "victims_in", "back_invalidations"):
             if key in n:
                 assert f[key] == n[key], f"{f['name']} {key}: fast {f[key]} != naive {n[key]}"
-    assert fast["memory"]["prefetch_bytes_read"] == naive["levels"][-1].get("prefetch_bytes_below", 0)
+    assert fast["memory"]["prefetch_bytes_read"] == naive["levels"][-1].get(
+        "prefetch_bytes_below", 0
+    )
 
 
 def loads(lines, line=64):
@@ -139,8 +141,12 @@ def test_prefetch_into_an_exclusive_level_and_from_below_one():
     moves it up (useful). Line 0: L1, L2 miss; L2 requests 1 (filled at L2 only).
     Line 1: L1 misses, L2 hits the prefetched line: useful, moved up, and the prefetched
     hit requests 2."""
-    levels = [lvl("L1", 1, 2), lvl("L2", 1, 4) | {"inclusion": "exclusive", "prefetch": "next-line"}]
+    levels = [
+        lvl("L1", 1, 2),
+        lvl("L2", 1, 4) | {"inclusion": "exclusive", "prefetch": "next-line"},
+    ]
     l1, l2 = both(levels, [0, 1])["levels"]
+    assert l1["misses"] == 2 and l1["prefetches_issued"] == 0
     assert (l2["hits"], l2["prefetches_issued"], l2["prefetches_useful"]) == (1, 2, 1)
     assert l2["prefetches_unused_at_end"] == 1
 

@@ -207,7 +207,7 @@ def _insert_up(j, line, dirty, geo, st, fl, sh, pol, pf, classify):
     return b
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
     """Level ``u``'s prefetcher requests ``y``: if absent, fetch it from below as a read
     (prefetch lookups there) and insert it at ``u``, MRU, with its prefetched bit."""
@@ -327,82 +327,83 @@ def _make_policy_pass(CLASSIFY):
             b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
             cur = tags[b]
             p = 0 if ((cur >> 1) & LINE_MASK) == line else find(tags, b, ways0, line)
+            pfhit = False
+            lv = 0
             if p >= 0:
                 if p == 0:
                     tags[b] = cur | k  # k is 1 for a store: the dirty bit
                 else:
                     _to_front(tags, b, p, k)
-                if pf_first == 0:
-                    pfhit = (tags[b] & PF_BIT) != 0
-                    if pfhit:
-                        tags[b] &= NO_PF
-                        pc[0, PC_USEFUL] += 1
-                    _after(line, 0, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
-                continue
-            d = False
-            pfhit = False
-            lv = 0
-            while lv < nlev:
-                through = _passes(pol, lv)
-                forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
-                allocates = not forwards and not through
-                if lv > 0:
-                    ctr[lv, C_LOOKUPS] += 1
-                    sh_hit = False
-                    if CLASSIFY:
-                        sh_hit = _sh_touch(sh, lv, line, allocates)
-                    b = _base(geo, lv, line)
-                    p = find(tags, b, geo.ways[lv], line)
-                ways = geo.ways[lv]
-                if p >= 0:
-                    if lv >= pf_first and tags[b + p] & PF_BIT:
-                        pfhit = True
-                        tags[b + p] &= NO_PF
-                        pc[lv, PC_USEFUL] += 1
-                    if k == _WRITE:
-                        _to_front(tags, b, p, 1)
-                    elif pol[lv] == P_EXCLUSIVE:
-                        d = (tags[b + p] & 1) != 0
-                        _remove(tags, b, ways, p)
-                        if CLASSIFY:
-                            _sh_drop(sh, lv, line)
-                    else:
-                        _to_front(tags, b, p, 0)
-                    break
-                ctr[lv, C_MISSES] += 1
-                cls = 0
-                if CLASSIFY:
-                    if _mark_seen(fl, lv, line):
-                        cls = 0
-                    elif sh_hit:
-                        cls = 2
-                    else:
-                        cls = 1
-                    ctr[lv, C_COMP + cls] += 1
-                if forwards:
-                    sz = np.int64(size[i])
-                    ctr[lv, C_FWD] += 1
-                    ctr[lv, C_FWD_BYTES] += sz
-                    if CLASSIFY:
-                        ctr[lv, C_FWD_COMP_BYTES + cls] += sz
-                    act[lv] = _A_FORWARD
-                    lv += 1
+                if pf_first != 0:
                     continue
-                if k == _READ:
-                    if CLASSIFY:
-                        ctr[lv, C_LOAD_COMP + cls] += 1
-                else:
-                    ctr[lv, C_WA_FILLS] += 1
-                act[lv] = _A_THROUGH if through else _A_FILL
-                akind[lv] = k
-                k = _READ if k == _READ else _RFO
-                lv += 1
-            # Back up: the levels that missed insert the line, deepest first.
-            for j in range(lv - 1, -1, -1):
-                if act[j] != _A_FILL:
-                    continue
-                _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
+                pfhit = (tags[b] & PF_BIT) != 0
+                if pfhit:
+                    tags[b] &= NO_PF
+                    pc[0, PC_USEFUL] += 1
+            else:
                 d = False
+                while lv < nlev:
+                    through = _passes(pol, lv)
+                    forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
+                    allocates = not forwards and not through
+                    if lv > 0:
+                        ctr[lv, C_LOOKUPS] += 1
+                        sh_hit = False
+                        if CLASSIFY:
+                            sh_hit = _sh_touch(sh, lv, line, allocates)
+                        b = _base(geo, lv, line)
+                        p = find(tags, b, geo.ways[lv], line)
+                    ways = geo.ways[lv]
+                    if p >= 0:
+                        if lv >= pf_first and tags[b + p] & PF_BIT:
+                            pfhit = True
+                            tags[b + p] &= NO_PF
+                            pc[lv, PC_USEFUL] += 1
+                        if k == _WRITE:
+                            _to_front(tags, b, p, 1)
+                        elif pol[lv] == P_EXCLUSIVE:
+                            d = (tags[b + p] & 1) != 0
+                            _remove(tags, b, ways, p)
+                            if CLASSIFY:
+                                _sh_drop(sh, lv, line)
+                        else:
+                            _to_front(tags, b, p, 0)
+                        break
+                    ctr[lv, C_MISSES] += 1
+                    cls = 0
+                    if CLASSIFY:
+                        if _mark_seen(fl, lv, line):
+                            cls = 0
+                        elif sh_hit:
+                            cls = 2
+                        else:
+                            cls = 1
+                        ctr[lv, C_COMP + cls] += 1
+                    if forwards:
+                        sz = np.int64(size[i])
+                        ctr[lv, C_FWD] += 1
+                        ctr[lv, C_FWD_BYTES] += sz
+                        if CLASSIFY:
+                            ctr[lv, C_FWD_COMP_BYTES + cls] += sz
+                        act[lv] = _A_FORWARD
+                        lv += 1
+                        continue
+                    if k == _READ:
+                        if CLASSIFY:
+                            ctr[lv, C_LOAD_COMP + cls] += 1
+                    else:
+                        ctr[lv, C_WA_FILLS] += 1
+                    act[lv] = _A_THROUGH if through else _A_FILL
+                    akind[lv] = k
+                    k = _READ if k == _READ else _RFO
+                    lv += 1
+                # Back up: the levels that missed insert the line, deepest first.
+                for j in range(lv - 1, -1, -1):
+                    if act[j] != _A_FILL:
+                        continue
+                    _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
+                    d = False
+            # Then the prefetchers of the levels the lookup reached (one call site: inlined).
             if lv >= pf_first:
                 _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
         ctr[0, C_LOOKUPS] += l1_lookups

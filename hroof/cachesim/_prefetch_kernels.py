@@ -18,14 +18,15 @@ State (:class:`Prefetch`, flat arrays):
     0 none, 1 next-line, 2 adjacent, 3 stride (``PREFETCH_CODES``).
 ``dist``, ``soff``, ``ssz`` (per level)
     The stride distance and the level's rows ``soff .. soff + ssz`` of ``tab``.
-``tab`` (rows x 4: page, last line, stride in lines, confirmed)
-    Stride streams of every level, each level's rows in recency order (most
-    recently used first); an empty row has page ``-1``.
+``tab`` (rows x 5: page, last line, stride in lines, confirmed, stamp)
+    Stride streams of every level; the stamp (``meta[3]``, a clock, at the
+    row's last use) orders them by recency; an empty row is all ``-1``.
 ``ctr`` (levels x ``NPCTR``)
     The prefetch counters, indices ``PC_*``.
 ``meta``
     ``[0]`` 1 if any level prefetches; ``[1]`` log2 of the lines in a 4 KiB
-    page; ``[2]`` log2 of the lines in a 128-byte pair block.
+    page; ``[2]`` log2 of the lines in a 128-byte pair block; ``[3]`` the
+    stride tables' clock.
 ``out``
     Scratch: the targets of one trigger.
 """
@@ -48,7 +49,12 @@ PF_NONE = 0
 PF_NEXT = 1
 PF_ADJACENT = 2
 PF_STRIDE = 3
-PREFETCH_CODES = {"none": PF_NONE, "next-line": PF_NEXT, "adjacent": PF_ADJACENT, "stride": PF_STRIDE}
+PREFETCH_CODES = {
+    "none": PF_NONE,
+    "next-line": PF_NEXT,
+    "adjacent": PF_ADJACENT,
+    "stride": PF_STRIDE,
+}
 
 # Per-level prefetch counters.
 PC_ISSUED = 0  # requests this level's prefetcher issued (within the page)
@@ -63,7 +69,8 @@ NPCTR = 6
 PM_ANY = 0
 PM_PAGE_BITS = 1
 PM_PAIR_BITS = 2
-NPMETA = 3
+PM_CLOCK = 3  # stamps of the stride tables' rows
+NPMETA = 4
 
 # What a demand lookup did at a level (the trigger).
 T_MISS = 1
@@ -81,7 +88,7 @@ def new_prefetch(levels, line_bits: int) -> Prefetch:
         [lv.prefetch_streams if lv.prefetch == "stride" else 0 for lv in levels], dtype=np.int64
     )
     soff = np.concatenate(([0], np.cumsum(ssz)[:-1])).astype(np.int64)
-    tab = np.full((max(1, int(ssz.sum())), 4), -1, dtype=np.int64)
+    tab = np.full((max(1, int(ssz.sum())), 5), -1, dtype=np.int64)
     meta = np.zeros(NPMETA, dtype=np.int64)
     meta[PM_ANY] = 1 if kind.any() else 0
     meta[PM_PAGE_BITS] = max(0, 12 - line_bits)
@@ -137,49 +144,44 @@ def stride_train(pf, lvl, line):
     nothing else; otherwise ``delta = line - last``: equal to the row's stride,
     the stream is confirmed, else the stride becomes ``delta``, unconfirmed;
     ``last = line``. A confirmed stream requests ``line + distance * stride``
-    if that line is in the same page.
+    if that line is in the same page. Recency is a stamp per row (column 4),
+    so a lookup moves no rows.
     """
     tab = pf.tab
     base = pf.soff[lvl]
-    n = pf.ssz[lvl]
     pb = pf.meta[PM_PAGE_BITS]
     page = line >> pb
-    e = n - 1
-    for p in range(n):
-        if tab[base + p, 0] == page:
-            e = p
+    pf.meta[PM_CLOCK] += 1
+    now = pf.meta[PM_CLOCK]
+    e = -1
+    old = base
+    for r in range(base, base + pf.ssz[lvl]):
+        if tab[r, 0] == page:
+            e = r
             break
-    hit = tab[base + e, 0] == page
-    last = tab[base + e, 1]
-    stride = tab[base + e, 2]
-    conf = tab[base + e, 3]
-    for q in range(e, 0, -1):
-        for c in range(4):
-            tab[base + q, c] = tab[base + q - 1, c]
-    if not hit:
-        tab[base, 0] = page
-        tab[base, 1] = line
-        tab[base, 2] = 0
-        tab[base, 3] = 0
+        if tab[r, 4] < tab[old, 4]:
+            old = r
+    if e < 0:
+        tab[old, 0] = page
+        tab[old, 1] = line
+        tab[old, 2] = 0
+        tab[old, 3] = 0
+        tab[old, 4] = now
         return -1
-    tab[base, 0] = page
+    tab[e, 4] = now
+    last = tab[e, 1]
     if line == last:
-        tab[base, 1] = last
-        tab[base, 2] = stride
-        tab[base, 3] = conf
         return -1
     delta = line - last
-    if delta == stride:
-        conf = 1
+    if delta == tab[e, 2]:
+        tab[e, 3] = 1
     else:
-        stride = delta
-        conf = 0
-    tab[base, 1] = line
-    tab[base, 2] = stride
-    tab[base, 3] = conf
-    if conf == 0:
+        tab[e, 2] = delta
+        tab[e, 3] = 0
+    tab[e, 1] = line
+    if tab[e, 3] == 0:
         return -1
-    target = line + pf.dist[lvl] * stride
+    target = line + pf.dist[lvl] * delta
     if target < 0 or (target >> pb) != page:
         return -1
     return target

@@ -206,7 +206,7 @@ class HierarchyConfig:
 
     @property
     def plain(self) -> bool:
-        """True if every level is NINE, with no prefetcher (the level-by-level simulator's model)."""
+        """True if every level is NINE without a prefetcher (the level-by-level model)."""
         return all(lvl.inclusion == "nine" and lvl.prefetch == "none" for lvl in self.levels)
 
     @property

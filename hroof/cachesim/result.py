@@ -267,9 +267,12 @@ class SimResult:
             core=CoreCounts(**d["core"]),
             levels=tuple(levels),
             memory=MemoryResult(
-                mem["name"], mem["bytes_read"], mem["bytes_written"], _ai(flops, mem["bytes"]),
+                mem["name"],
+                mem["bytes_read"],
+                mem["bytes_written"],
+                _ai(flops, mem["bytes"]),
                 mem.get("prefetch_bytes_read", 0),
-            ),  # fmt: skip
+            ),
             timing=dict(d.get("timing", {})),
             classified=options.get("classify", True),
             flushed=options.get("flush", True),

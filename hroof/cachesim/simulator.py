@@ -551,7 +551,9 @@ class Simulator:
         for i, cfg in enumerate(self.hierarchy.levels):
             row = [int(x) for x in ctr[i]]
             off = int(self._geo.off[i])
-            pfx = PFK.result_fields(self._pf, i, cfg, self._st.tags, off, pf_bytes, above_bytes, flops)
+            pfx = PFK.result_fields(
+                self._pf, i, cfg, self._st.tags, off, pf_bytes, above_bytes, flops
+            )
             levels.append(self._level_result(cfg, row, above_bytes, flops, pfx))
             above_bytes, pf_bytes = levels[-1].traffic_below_bytes, pfx["prefetch_bytes_below"]
         last = levels[-1]
