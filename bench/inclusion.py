@@ -9,7 +9,10 @@ simulation alone, the JIT load kept apart by the simulator's warm-up):
   checkout of the commit before the policies, e.g. ``git archive`` of it);
 * ``after``: the same with this tree (the plain path must not be slower);
 * ``exclusive L3``, ``victim L3``, ``inclusive L3``: this tree, with the
-  generic machine's L3 given that policy (the access-by-access kernel).
+  generic machine's L3 given that policy (the access-by-access kernel);
+* ``next-line L2``, ``adjacent L2``, ``stride L2``: this tree, with the
+  generic machine's L2 given that prefetcher (``stride``: 16 streams,
+  distance 1) and every level NINE (the same kernel, with prefetches).
 
 Rounds are interleaved and the best of each kept (the machine is a noisy,
 shared 2-core VM). Usage::
@@ -32,11 +35,11 @@ HERE = Path(__file__).resolve().parent.parent
 GENERIC = HERE / "hroof" / "data" / "generic.toml"
 
 
-def machine_with_l3(policy: str, outdir: Path) -> Path:
+def machine_with(level: str, key: str, value: str, outdir: Path) -> Path:
     text = GENERIC.read_text()
-    head, l3 = text.split('name = "L3"')
-    path = outdir / f"generic-{policy}.toml"
-    path.write_text(head + 'name = "L3"\ninclusion = "' + policy + '"' + l3)
+    head, tail = text.split(f'name = "{level}"')
+    path = outdir / f"generic-{level}-{value}.toml"
+    path.write_text(head + f'name = "{level}"\n{key} = "{value}"' + tail)
     return path
 
 
@@ -58,7 +61,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cases = {"before": (args.base, GENERIC), "after": (HERE, GENERIC)}
         for policy in ("exclusive", "victim", "inclusive"):
-            cases[f"{policy} L3"] = (HERE, machine_with_l3(policy, Path(tmp)))
+            cases[f"{policy} L3"] = (HERE, machine_with("L3", "inclusion", policy, Path(tmp)))
+        for pf in ("next-line", "adjacent", "stride"):
+            cases[f"{pf} L2"] = (HERE, machine_with("L2", "prefetch", pf, Path(tmp)))
         best = dict.fromkeys(cases, float("inf"))
         results = {}
         for _ in range(args.repeat):

@@ -62,6 +62,11 @@ WRITE = "write"  # a core store at L1, or a store forwarded by a no-write-alloca
 NINE, EXCLUSIVE, VICTIM, INCLUSIVE = "nine", "exclusive", "victim", "inclusive"
 POLICIES = (NINE, EXCLUSIVE, VICTIM, INCLUSIVE)
 
+#: Hardware prefetchers of a level (docs/cache-model.md, "Prefetchers").
+PREFETCHERS = ("none", "next-line", "adjacent", "stride")
+PAGE = 4096  # prefetches never cross a page of this many bytes
+PAIR = 128  # the adjacent-line prefetcher's aligned block, bytes
+
 CLASSES = ("compulsory", "capacity", "conflict")
 PARTS = ("compulsory", "write_allocate", "capacity", "conflict")
 
@@ -121,7 +126,20 @@ class NaiveLevel:
         ``nine`` (default), ``exclusive``, ``victim`` or ``inclusive``.
     """
 
-    def __init__(self, name, size, ways, line, write_allocate=True, inclusion=NINE):
+    def __init__(
+        self, name, size, ways, line, write_allocate=True, inclusion=NINE, prefetch="none",
+        prefetch_streams=16, prefetch_distance=1,
+    ):  # fmt: skip
+        if prefetch not in PREFETCHERS:
+            raise ValueError(f"{name}: prefetch {prefetch!r} is not one of {PREFETCHERS}")
+        self.prefetch = prefetch
+        self.streams = prefetch_streams
+        self.distance = prefetch_distance
+        # Stride streams, most recently used first: [page, last line, stride, confirmed].
+        self.stride_table = []
+        self.pf_lines = set()  # lines held here, put here by a prefetch, not yet hit
+        self.pf_issued = self.pf_filled = self.pf_useful = self.pf_useless = 0
+        self.pf_lookups = self.pf_misses = 0  # prefetch lookups from above, and their misses
         if inclusion not in POLICIES:
             raise ValueError(f"{name}: inclusion {inclusion!r} is not one of {POLICIES}")
         if ways <= 0 or line <= 0 or line & (line - 1):
@@ -164,7 +182,62 @@ class NaiveLevel:
 
     def traffic_below(self):
         """Bytes this level moves to and from the next level down."""
-        return (self.fills + self.writebacks + self.victims) * self.line + self.forwarded_bytes
+        demand = (self.fills + self.writebacks + self.victims) * self.line + self.forwarded_bytes
+        return demand + self.prefetch_bytes_below()
+
+    def prefetch_bytes_below(self):
+        """Bytes that prefetch requests (this level's and those from above) fetched from below."""
+        return (self.pf_filled + self.pf_misses) * self.line
+
+    def lose(self, line):
+        """``line`` leaves this level (evicted, invalidated, moved up by a prefetch)."""
+        if line in self.pf_lines:
+            self.pf_lines.discard(line)
+            self.pf_useless += 1
+
+    def demand_hit(self, line):
+        """A demand lookup hit ``line``: True if it was a prefetched line not yet used."""
+        if line in self.pf_lines:
+            self.pf_lines.discard(line)
+            self.pf_useful += 1
+            return True
+        return False
+
+    def prefetch_targets(self, line, trigger):
+        """The lines this level's prefetcher requests after a demand lookup of ``line``
+        that was a ``"miss"``, a ``"hit"`` or a ``"pf-hit"`` (on a prefetched line)."""
+        per_page = max(1, PAGE // self.line)
+        page = line // per_page
+        if self.prefetch == "next-line":
+            if trigger == "hit" or (line + 1) // per_page != page:
+                return []
+            return [line + 1]
+        if self.prefetch == "adjacent":
+            per_pair = max(1, PAIR // self.line)
+            first = line // per_pair * per_pair
+            return (
+                [y for y in range(first, first + per_pair) if y != line]
+                if trigger == "miss"
+                else []
+            )
+        if self.prefetch == "stride":
+            rows = self.stride_table
+            row = next((r for r in rows if r[0] == page), None)
+            if row is None:
+                rows.insert(0, [page, line, 0, False])
+                del rows[self.streams :]
+                return []
+            rows.remove(row)
+            rows.insert(0, row)
+            if line == row[1]:
+                return []
+            delta = line - row[1]
+            row[3] = delta == row[2]
+            row[2] = delta
+            row[1] = line
+            target = line + self.distance * delta
+            return [target] if row[3] and target >= 0 and target // per_page == page else []
+        return []
 
     @property
     def passes_through(self):
@@ -187,7 +260,9 @@ class NaiveLevel:
         assert self.fills == self.misses - self.forwarded_stores
         assert self.write_allocate_fills <= self.fills
         assert self.store_hits <= self.hits
-        assert sum(self.traffic.values()) == self.traffic_below(), f"{self.name}: partition"
+        assert sum(self.traffic.values()) + self.prefetch_bytes_below() == self.traffic_below()
+        assert self.pf_lines <= set().union(*self.sets), f"{self.name}: prefetched line not held"
+        assert self.pf_filled == self.pf_useful + self.pf_useless + len(self.pf_lines)
         assert self.by_class["compulsory"] <= len(self.seen)
         assert len(self.written_back) <= self.writebacks
 
@@ -220,6 +295,9 @@ class NaiveHierarchy:
                 _field(lv, "line", 64),
                 _field(lv, "write_allocate", True),
                 _field(lv, "inclusion", NINE),
+                _field(lv, "prefetch", "none"),
+                _field(lv, "prefetch_streams", 16),
+                _field(lv, "prefetch_distance", 1),
             )
             for i, lv in enumerate(levels)
         ]
@@ -230,6 +308,7 @@ class NaiveHierarchy:
         if len({lv.line for lv in self.levels}) != 1:
             raise ValueError("all levels must share one line size")
         self.line = self.levels[0].line
+        self.triggers = []  # (level, line, trigger) of the demand lookups of one access
         self.quirks = quirks
         self.flush_mru_first = quirks if flush_mru_first is None else flush_mru_first
         self.core = {
@@ -268,6 +347,11 @@ class NaiveHierarchy:
                 self._lookup(0, line, WRITE, nbytes)
             else:
                 self._nt_store_line(line)
+            # Then the prefetchers of the levels it looked up, L1 first.
+            triggers, self.triggers = self.triggers, []
+            for i, x, trigger in triggers:
+                for y in self.levels[i].prefetch_targets(x, trigger):
+                    self._prefetch(i, y)
 
     def run(self, accesses):
         """Run every ``(addr, size, kind)`` of ``accesses`` in order."""
@@ -295,6 +379,9 @@ class NaiveHierarchy:
         s = lv.set_of(line)
         if line in s:
             lv.hits += 1
+            trigger = "pf-hit" if lv.demand_hit(line) else "hit"
+            if lv.prefetch != "none":
+                self.triggers.append((i, line, trigger))
             if kind == WRITE:
                 lv.store_hits += 1
                 s[line] = True  # dirty
@@ -308,6 +395,8 @@ class NaiveHierarchy:
             s.move_to_end(line)
             return False
         lv.misses += 1
+        if lv.prefetch != "none":
+            self.triggers.append((i, line, "miss"))
         cls = "compulsory" if first_time else ("conflict" if shadow_hit else "capacity")
         lv.by_class[cls] += 1
         if forwards:
@@ -329,16 +418,58 @@ class NaiveHierarchy:
         self._insert(i, line, dirty=kind == WRITE or dirty)
         return False
 
-    def _insert(self, i, line, dirty):
-        """Insert ``line`` as MRU at level ``i``; then evict the victim (see :meth:`_evict`)."""
+    def _insert(self, i, line, dirty, prefetched=False):
+        """Insert ``line`` as MRU at level ``i`` (marked prefetched if ``prefetched``); then
+        evict the victim (see :meth:`_evict`)."""
         lv = self.levels[i]
         s = lv.set_of(line)
         victim = None
         if len(s) >= lv.ways:
             victim, victim_dirty = s.popitem(last=False)
+            lv.lose(victim)
         s[line] = dirty
+        if prefetched:
+            lv.pf_lines.add(line)
         if victim is not None:
             self._evict(i, victim, victim_dirty)
+
+    def _prefetch(self, i, line):
+        """Level ``i``'s prefetcher requests ``line``: if absent, it is fetched from below as
+        a read (prefetch lookups there) and inserted here, MRU, marked prefetched."""
+        lv = self.levels[i]
+        lv.pf_issued += 1
+        if line in lv.set_of(line):
+            return  # present: nothing changes, not even its recency
+        lv.pf_filled += 1
+        lv.seen.add(line)
+        lv.shadow.touch(line, allocate=True)
+        dirty = self._pf_lookup(i + 1, line)
+        self._insert(i, line, dirty, prefetched=True)
+
+    def _pf_lookup(self, i, line):
+        """A prefetch lookup (a read) of ``line`` at level ``i``; returns the dirty bit an
+        exclusive level hands up. Counted apart from the demand lookups; trains no
+        prefetcher."""
+        if i == len(self.levels):
+            return False
+        lv = self.levels[i]
+        lv.pf_lookups += 1
+        lv.seen.add(line)
+        lv.shadow.touch(line, allocate=not lv.passes_through)
+        s = lv.set_of(line)
+        if line in s:
+            if lv.inclusion == EXCLUSIVE:
+                lv.shadow.drop(line)
+                lv.lose(line)
+                return s.pop(line)
+            s.move_to_end(line)
+            return False
+        lv.pf_misses += 1
+        dirty = self._pf_lookup(i + 1, line)
+        if lv.passes_through:
+            return dirty
+        self._insert(i, line, dirty)
+        return False
 
     def _evict(self, i, line, dirty):
         """Level ``i`` has evicted ``line``: back-invalidate, then send it down.
@@ -360,6 +491,7 @@ class NaiveHierarchy:
                 s = up.set_of(line)
                 if line in s:
                     up.back_invalidations += 1
+                    up.lose(line)
                     carry |= s.pop(line)
                 up.shadow.drop(line)
                 if carry:
@@ -448,6 +580,7 @@ class NaiveHierarchy:
             s = lv.set_of(line)
             if line in s:
                 lv.invalidations += 1
+                lv.lose(line)
                 carry |= s.pop(line)
             lv.shadow.drop(line)
             if carry:
@@ -498,6 +631,8 @@ class NaiveHierarchy:
         levels = []
         above = self.core["bytes_loaded"] + self.core["bytes_stored"]
         policies = any(lv.inclusion != NINE for lv in self.levels)
+        prefetching = any(lv.prefetch != "none" for lv in self.levels)
+        pf_above = 0
         for lv in self.levels:
             extra = {}
             if policies:  # the plain model's result keeps its keys exactly
@@ -507,6 +642,22 @@ class NaiveHierarchy:
                     "victims_in": lv.victims_in,
                     "back_invalidations": lv.back_invalidations,
                 }
+            traffic = dict(lv.traffic)
+            if prefetching:
+                traffic["prefetch"] = lv.prefetch_bytes_below()
+                extra |= {
+                    "prefetch": lv.prefetch,
+                    "prefetches_issued": lv.pf_issued,
+                    "prefetches_filled": lv.pf_filled,
+                    "prefetches_useful": lv.pf_useful,
+                    "prefetches_useless": lv.pf_useless,
+                    "prefetches_unused_at_end": len(lv.pf_lines),
+                    "prefetch_lookups": lv.pf_lookups,
+                    "prefetch_misses": lv.pf_misses,
+                    "prefetch_bytes": pf_above,
+                    "prefetch_bytes_below": lv.prefetch_bytes_below(),
+                }
+            pf_above = lv.prefetch_bytes_below()
             levels.append(
                 extra
                 | {
@@ -521,12 +672,12 @@ class NaiveHierarchy:
                     "writebacks": lv.writebacks,
                     "invalidations": lv.invalidations,
                     "bytes": above,
-                    "traffic_below": dict(lv.traffic) if classify else None,
+                    "traffic_below": traffic if classify else None,
                 }
             )
             above = lv.traffic_below()
         last = self.levels[-1]
-        read = last.fills * last.line
+        read = last.fills * last.line + last.prefetch_bytes_below()
         written = last.writebacks * last.line + last.forwarded_bytes + self.core["bytes_nt"]
         return {
             "core": dict(self.core),

@@ -243,7 +243,7 @@ def test_exact_counts_compulsory(capsys, tmp_path):
     assert l1["misses_by_class"] == {"compulsory": 3, "capacity": 0, "conflict": 0}
     assert l1["write_allocate_fills"] == l1["writebacks"] == 0
     assert r["memory"] == {"name": "DRAM", "bytes_read": 3 * LINE, "bytes_written": 0,
-                           "bytes": 3 * LINE, "ai": None}  # fmt: skip
+                           "bytes": 3 * LINE, "ai": None, "prefetch_bytes_read": 0}  # fmt: skip
 
 
 def test_exact_counts_by_class(capsys, tmp_path, tiny):

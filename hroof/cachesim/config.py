@@ -47,6 +47,9 @@ def _positive_int(value: Any, what: str) -> int:
 
 #: A level's inclusion policies (``inclusion`` in a ``[[level]]`` table).
 INCLUSION_POLICIES = ("nine", "exclusive", "victim", "inclusive")
+#: A level's hardware prefetchers (``prefetch`` in a ``[[level]]`` table; docs/cache-model.md,
+#: "Prefetchers").
+PREFETCHERS = ("none", "next-line", "adjacent", "stride")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,13 @@ class LevelConfig:
         With ``cores > 1``, one copy of this level serves every core (the
         levels above it are each core's own; docs/cache-model.md, "Several
         cores"). No level marked: the last level is shared.
+    prefetch : str
+        The level's hardware prefetcher (docs/cache-model.md, "Prefetchers"):
+        ``"none"`` (default), ``"next-line"``, ``"adjacent"`` (the other line of
+        the aligned 128-byte pair) or ``"stride"``.
+    prefetch_streams, prefetch_distance : int
+        The stride prefetcher's table size (streams, one per 4 KiB page) and
+        distance (it requests ``line + distance * stride``); 16 and 1 by default.
     """
 
     name: str
@@ -87,6 +97,9 @@ class LevelConfig:
     bandwidth: float | None = None
     inclusion: str = "nine"
     shared: bool = False
+    prefetch: str = "none"
+    prefetch_streams: int = 16
+    prefetch_distance: int = 1
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -113,6 +126,7 @@ class LevelConfig:
                 f"{self.name} inclusion must be one of {', '.join(INCLUSION_POLICIES)}, got "
                 f"{self.inclusion!r}"
             )
+        self._check_prefetch()
         if self.bandwidth is not None:
             if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)):
                 raise ConfigError(
@@ -123,6 +137,22 @@ class LevelConfig:
                     f"{self.name} bandwidth must be positive and finite (GB/s), got "
                     f"{self.bandwidth!r}"
                 )
+
+    def _check_prefetch(self) -> None:
+        if self.prefetch not in PREFETCHERS:
+            raise ConfigError(
+                f"{self.name} prefetch must be one of {', '.join(PREFETCHERS)}, got "
+                f"{self.prefetch!r}{suggest(str(self.prefetch), PREFETCHERS)}"
+            )
+        for key in ("prefetch_streams", "prefetch_distance"):
+            _positive_int(getattr(self, key), f"{self.name} {key}")
+        if self.prefetch != "none" and self.line > 4096:
+            raise ConfigError(f"{self.name}: a prefetcher needs lines of at most 4 KiB (4096 B)")
+        if self.prefetch == "adjacent" and self.line >= 128:
+            raise ConfigError(
+                f"{self.name}: the adjacent-line prefetcher pairs lines within an aligned "
+                f"128-byte block, so it needs lines under 128 B, got {self.line} B"
+            )
 
     @property
     def sets(self) -> int:
@@ -136,7 +166,15 @@ class LevelConfig:
 
     def describe(self) -> str:
         policy = "" if self.inclusion == "nine" else f" {self.inclusion}"
+        if self.prefetch != "none":
+            policy += f" {self.describe_prefetch()} prefetch"
         return f"{self.name} {format_size(self.size)} {self.ways}-way {self.line} B lines{policy}"
+
+    def describe_prefetch(self) -> str:
+        """The prefetcher in a few words: ``none``, ``next-line``, ``stride 16x1``."""
+        if self.prefetch == "stride":
+            return f"stride {self.prefetch_streams}x{self.prefetch_distance}"
+        return self.prefetch
 
 
 @dataclass(frozen=True)
@@ -202,8 +240,17 @@ class HierarchyConfig:
 
     @property
     def plain(self) -> bool:
-        """True if every level is NINE (the level-by-level simulator's model)."""
-        return all(lvl.inclusion == "nine" for lvl in self.levels)
+        """True if every level is NINE without a prefetcher (the level-by-level model)."""
+        return all(lvl.inclusion == "nine" and lvl.prefetch == "none" for lvl in self.levels)
+
+    @property
+    def prefetching(self) -> bool:
+        """True if some level has a prefetcher."""
+        return any(lvl.prefetch != "none" for lvl in self.levels)
+
+    def without_prefetch(self) -> HierarchyConfig:
+        """The same hierarchy with every prefetcher off (``--model nine``)."""
+        return replace(self, levels=tuple(replace(lv, prefetch="none") for lv in self.levels))
 
     def with_inclusion(self, inclusion: str = "nine") -> HierarchyConfig:
         """The same hierarchy with L2 and below set to ``inclusion`` (``--model nine``)."""
@@ -243,6 +290,7 @@ def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyCon
 #: schema (:mod:`hroof.machine.model`), which validates the whole file once.
 LEVEL_KEYS = frozenset(
     {"name", "size", "ways", "line", "write_allocate", "bandwidth", "inclusion", "shared"}
+    | {"prefetch", "prefetch_streams", "prefetch_distance"}
 )
 
 
@@ -265,6 +313,9 @@ def _level_from_table(
     for key in ("size", "ways"):
         if key not in table:
             raise ConfigError(f"{where} is missing '{key}'")
+    for key in ("prefetch_streams", "prefetch_distance"):
+        if key in table and table.get("prefetch") != "stride":
+            raise ConfigError(f"{where}: '{key}' is a parameter of prefetch = \"stride\" only")
     try:
         return LevelConfig(
             name=table.get("name", default_name),
@@ -275,6 +326,9 @@ def _level_from_table(
             bandwidth=table.get("bandwidth"),
             inclusion=table.get("inclusion", "nine"),
             shared=table.get("shared", False),
+            prefetch=table.get("prefetch", "none"),
+            prefetch_streams=table.get("prefetch_streams", 16),
+            prefetch_distance=table.get("prefetch_distance", 1),
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -622,11 +622,14 @@ def miss_ratio_curve(
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         target = level_index(hierarchy, level)
         lv_cfg = hierarchy.levels[target]
-        if any(lv.inclusion != "nine" for lv in hierarchy.levels[: target + 1]):
+        if any(lv.inclusion != "nine" for lv in hierarchy.levels[: target + 1]) or any(
+            lv.prefetch != "none" for lv in hierarchy.levels[:target]
+        ):
             raise HroofError(
                 f"miss-ratio curves follow the NINE model's stream; {hierarchy.name} has an "
-                f"exclusive, victim or inclusive level down to {lv_cfg.name} (hroof mrc "
-                "--model nine runs every level NINE)"
+                f"exclusive, victim or inclusive level, or a prefetcher, above or at "
+                f"{lv_cfg.name} (hroof mrc --model nine runs every level NINE without "
+                "prefetchers)"
             )
         line = hierarchy.line
         if sets is None:

@@ -154,9 +154,11 @@ class MultiSimulator:
         cores, grain = check_cores(cores, grain)
         if not hierarchy.plain:
             odd = [f"{lv.name} {lv.inclusion}" for lv in hierarchy.levels if lv.inclusion != "nine"]
+            odd += [f"{lv.name} {lv.prefetch} prefetch" for lv in hierarchy.levels
+                    if lv.prefetch != "none"]  # fmt: skip
             raise HroofError(
-                f"cores > 1 needs every level NINE; this machine has {', '.join(odd)} "
-                "(run with --model nine)"
+                f"cores > 1 needs every level NINE without prefetcher; this machine has "
+                f"{', '.join(odd)} (run with --model nine)"
             )
         self.hierarchy = hierarchy
         self.cores = cores

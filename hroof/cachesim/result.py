@@ -78,6 +78,21 @@ class LevelResult:
     victims: int = 0
     victims_in: int = 0
     back_invalidations: int = 0
+    #: The prefetcher and its counters (docs/cache-model.md, "Prefetchers"); results
+    #: written before they existed load as a level without one, with zeros.
+    #: ``bytes`` and ``traffic_below_bytes`` include the prefetch traffic
+    #: (``prefetch_bytes``, ``prefetch_bytes_below``); ``ai_demand`` leaves it out.
+    prefetch: str = "none"
+    prefetches_issued: int = 0
+    prefetches_filled: int = 0
+    prefetches_useful: int = 0
+    prefetches_useless: int = 0
+    prefetches_unused_at_end: int = 0
+    prefetch_lookups: int = 0
+    prefetch_misses: int = 0
+    prefetch_bytes: int = 0
+    prefetch_bytes_below: int = 0
+    ai_demand: float | None = None
 
     @property
     def timed_bytes(self) -> int:
@@ -121,7 +136,24 @@ class LevelResult:
             "victims": self.victims,
             "victims_in": self.victims_in,
             "back_invalidations": self.back_invalidations,
+            **{key: getattr(self, key) for key in PREFETCH_KEYS},
         }
+
+
+#: The prefetch fields of a level (``LevelResult``, JSON ``levels[i]``).
+PREFETCH_KEYS = (
+    "prefetch",
+    "prefetches_issued",
+    "prefetches_filled",
+    "prefetches_useful",
+    "prefetches_useless",
+    "prefetches_unused_at_end",
+    "prefetch_lookups",
+    "prefetch_misses",
+    "prefetch_bytes",
+    "prefetch_bytes_below",
+    "ai_demand",
+)
 
 
 @dataclass(frozen=True)
@@ -130,6 +162,8 @@ class MemoryResult:
     bytes_read: int
     bytes_written: int
     ai: float | None
+    #: The part of ``bytes_read`` that prefetch requests of the last level(s) moved.
+    prefetch_bytes_read: int = 0
 
     @property
     def bytes(self) -> int:
@@ -142,6 +176,7 @@ class MemoryResult:
             "bytes_written": self.bytes_written,
             "bytes": self.bytes,
             "ai": self.ai,
+            "prefetch_bytes_read": self.prefetch_bytes_read,
         }
 
 
@@ -250,6 +285,7 @@ class SimResult:
                     traffic_below_bytes=traffic, inclusion=lv.get("inclusion", "nine"),
                     victims=lv.get("victims", 0), victims_in=lv.get("victims_in", 0),
                     back_invalidations=lv.get("back_invalidations", 0),
+                    **{k: lv[k] for k in PREFETCH_KEYS if k in lv},
                 )
             )  # fmt: skip
         options = d.get("options", {})
@@ -259,7 +295,11 @@ class SimResult:
             core=CoreCounts(**d["core"]),
             levels=tuple(levels),
             memory=MemoryResult(
-                mem["name"], mem["bytes_read"], mem["bytes_written"], _ai(flops, mem["bytes"])
+                mem["name"],
+                mem["bytes_read"],
+                mem["bytes_written"],
+                _ai(flops, mem["bytes"]),
+                mem.get("prefetch_bytes_read", 0),
             ),
             timing=dict(d.get("timing", {})),
             classified=options.get("classify", True),

@@ -88,6 +88,13 @@ def check_sample(hierarchy: HierarchyConfig, k: int) -> None:
 
 
 def _check_k(hierarchy: HierarchyConfig, k: int, residue: int) -> int:
+    if k > 1 and hierarchy.prefetching:
+        names = ", ".join(lv.name for lv in hierarchy.levels if lv.prefetch != "none")
+        raise HroofError(
+            f"set sampling 1/{k} on {hierarchy.name}: {names} prefetch neighbouring lines, which "
+            "fall in other sets, so a sample of the sets is not exact; simulate every set (or "
+            "--model nine, which switches the prefetchers off)"
+        )
     g = set_modulus(hierarchy)
     if k < 1 or g % k:
         divisors = [d for d in (2, 4, 8, 16, 32, 64, 128, 256) if g % d == 0]

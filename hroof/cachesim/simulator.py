@@ -21,6 +21,7 @@ import numpy as np
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
 from hroof.cachesim import _policy_kernels as PK
+from hroof.cachesim import _prefetch_kernels as PFK
 from hroof.cachesim import _shadow_kernels as SHK
 from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
@@ -135,6 +136,7 @@ class Simulator:
         self._nine = hierarchy.plain
         self._pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in hierarchy.levels])
         self._act = np.zeros((2, len(hierarchy.levels)), dtype=np.int64)
+        self._pf = PFK.new_prefetch(hierarchy.levels, hierarchy.line_bits)  # docs: "Prefetchers"
         if not self._nine:
             PK.warm_up(self.classify)
         if threads == 2 and len(hierarchy.levels) > 1 and self._nine:
@@ -242,7 +244,7 @@ class Simulator:
             block = tags[off : off + lv.sets * lv.ways].reshape(lv.sets, lv.ways)
             valid = block >= 0
             assert not (~valid[:, :-1] & valid[:, 1:]).any(), f"{lv.name}: hole inside a set"
-            lines = block >> 1
+            lines = (block >> 1) & PFK.LINE_MASK  # a prefetched line's bit 62 set
             for s in np.flatnonzero(valid.any(axis=1)):
                 row = lines[s][valid[s]]
                 assert len(set(row.tolist())) == row.size, f"{lv.name}: duplicate line in set {s}"
@@ -345,9 +347,9 @@ class Simulator:
         i = 0
         lb = self.hierarchy.line_bits
         while i < addr.shape[0]:
-            i = PK.policy_pass(
+            i = PK.POLICY_PASS[self.classify](
                 addr, lb, size, kind, i, self._geo, self._st, self._fl, self._sh, self._pol,
-                self.classify, self._act[0], self._act[1],
+                self._pf, self._act[0], self._act[1],
             )  # fmt: skip
             if i < addr.shape[0]:
                 self._grow_flags(1)
@@ -376,8 +378,9 @@ class Simulator:
         if not self._nine:
             for lvl in range(nlev):
                 PK.policy_flush(
-                    lvl, self._geo, self._st, self._fl, self._sh, self._pol, self.classify
-                )
+                    lvl, self._geo, self._st, self._fl, self._sh, self._pol, self._pf,
+                    self.classify,
+                )  # fmt: skip
             return
         for lvl in range(nlev):
             emit = lvl < nlev - 1
@@ -399,6 +402,7 @@ class Simulator:
         self._wait()
         self._st.ctr[:] = 0
         self._st.core[:] = 0
+        self._pf.ctr[:] = 0
 
     def finish(
         self,
@@ -449,20 +453,20 @@ class Simulator:
         core = CoreCounts(*(int(x) for x in c))
         levels = []
         above_bytes = core.bytes_loaded + core.bytes_stored
+        pf_bytes = 0
         for i, cfg in enumerate(self.hierarchy.levels):
             row = [int(x) for x in ctr[i]]
-            levels.append(self._level_result(cfg, row, above_bytes, flops))
-            above_bytes = levels[-1].traffic_below_bytes
+            off = int(self._geo.off[i])
+            pfx = PFK.result_fields(
+                self._pf, i, cfg, self._st.tags, off, pf_bytes, above_bytes, flops
+            )
+            levels.append(self._level_result(cfg, row, above_bytes, flops, pfx))
+            above_bytes, pf_bytes = levels[-1].traffic_below_bytes, pfx["prefetch_bytes_below"]
         last = levels[-1]
-        line = self.hierarchy.line
+        read = last.fills * self.hierarchy.line + pf_bytes
+        written = last.writebacks * last.line + last.forwarded_store_bytes + core.bytes_nt
         memory = MemoryResult(
-            name=self.hierarchy.memory_name,
-            bytes_read=last.fills * line,
-            bytes_written=last.writebacks * line + last.forwarded_store_bytes + core.bytes_nt,
-            ai=None,
-        )
-        memory = MemoryResult(
-            memory.name, memory.bytes_read, memory.bytes_written, _ai(flops, memory.bytes)
+            self.hierarchy.memory_name, read, written, _ai(flops, read + written), pf_bytes
         )
         return SimResult(
             source=source,
@@ -483,11 +487,12 @@ class Simulator:
             threads=self._threads_used,
         )
 
-    def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops):
+    def _level_result(self, cfg: LevelConfig, row: list[int], nbytes: int, flops, pfx: dict):
         line = cfg.line
         misses = row[K.C_MISSES]
         fills = misses - row[K.C_FWD]
         below = (fills + row[K.C_WB_OUT] + row[K.C_VICT]) * line + row[K.C_FWD_BYTES]
+        below += pfx["prefetch_bytes_below"]
         by_class = partition = None
         if self.classify:
             by_class = {name: row[K.C_COMP + j] for j, name in enumerate(MISS_CLASSES)}
@@ -506,6 +511,8 @@ class Simulator:
                     strict=False,
                 )
             )
+            if self.hierarchy.prefetching:  # a fifth part: the prefetch requests' lines
+                partition["prefetch"] = pfx["prefetch_bytes_below"]
             assert sum(partition.values()) == below, "traffic partition does not sum"
             assert sum(by_class.values()) == misses, "miss classes do not sum"
         return LevelResult(
@@ -532,6 +539,7 @@ class Simulator:
             victims=row[K.C_VICT],
             victims_in=row[K.C_VICT_IN],
             back_invalidations=row[K.C_BINV],
+            **pfx,
         )
 
 

@@ -98,7 +98,8 @@ def register(sub, machine_sub) -> None:
         help="print a machine's cache levels, bandwidths, peak and ridge points",
         description="Print a machine's name, source file, compute peak and ceilings (GFLOP/s) "
         "and, per cache level and memory: capacity (bytes), ways, line size (bytes), sets, "
-        "write-allocate, inclusion policy (nine, exclusive, victim, inclusive), bandwidth "
+        "write-allocate, inclusion policy (nine, exclusive, victim, inclusive), prefetcher "
+        "(none, next-line, adjacent, stride STREAMSxDISTANCE), bandwidth "
         "(GB/s, or unknown) and ridge point (FLOP/byte, the "
         "arithmetic intensity where that level's bandwidth roof meets the peak).",
     )

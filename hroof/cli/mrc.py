@@ -224,7 +224,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
             figure_format(path, flag=flag)
     machine = resolve_machine(args.machine)
     if args.model == "nine":
-        machine = machine.with_inclusion("nine")
+        machine = machine.with_inclusion("nine").without_prefetch()
     target = level_index(machine, args.level)
     if args.kernel is not None:
         if args.format is not None or args.flops is not None:

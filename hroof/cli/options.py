@@ -161,14 +161,15 @@ def chunk_option(p: argparse.ArgumentParser, what: str = "read and simulated") -
 
 
 def model_option(p: argparse.ArgumentParser) -> None:
-    """``--model machine|nine``: the machine's inclusion policies, or every level NINE."""
+    """``--model machine|nine``: the machine's inclusion policies and prefetchers, or every
+    level NINE without prefetchers."""
     p.add_argument(
         "--model",
         choices=("machine", "nine"),
         default="machine",
-        help="machine: each level's inclusion policy as the machine file gives it (default); "
-        "nine: every level non-inclusive, non-exclusive, to compare (docs/cache-model.md, "
-        "'Inclusion policies')",
+        help="machine: each level's inclusion policy and prefetcher as the machine file gives "
+        "them (default); nine: every level non-inclusive, non-exclusive and without "
+        "prefetcher, to compare (docs/cache-model.md, 'Inclusion policies', 'Prefetchers')",
     )
 
 

@@ -306,6 +306,7 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
         Col("sets"),
         Col("write-\nallocate", "<"),
         Col("inclusion", "<"),
+        Col("prefetch", "<"),
         Col("bandwidth"),
         Col("ridge\nFLOP/B"),
     ]
@@ -321,12 +322,13 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
                 int_text(lv.sets),
                 "yes" if lv.write_allocate else "no",
                 lv.inclusion,
+                lv.describe_prefetch(),
                 gbs(bw),
                 ai_text(machine.ridge_point(lv.name)),
             ]
         )
     mem = machine.memory_name
-    mem_row = [mem, *["-"] * 7, gbs(machine.memory_bandwidth), ai_text(machine.ridge_point(mem))]
+    mem_row = [mem, *["-"] * 8, gbs(machine.memory_bandwidth), ai_text(machine.ridge_point(mem))]
     rows.append(mem_row)
     return "\n".join([*head, "", *text_table(cols, rows), *_inclusion_notes(machine)])
 

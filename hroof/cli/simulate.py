@@ -171,8 +171,11 @@ def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
 
 
 def _model(hierarchy: HierarchyConfig, model: str) -> HierarchyConfig:
-    """``--model``: the machine's own inclusion policies, or every level NINE."""
-    return hierarchy if model == "machine" else hierarchy.with_inclusion("nine")
+    """``--model``: the machine's own inclusion policies and prefetchers, or every level
+    NINE without prefetchers (the plain model)."""
+    if model == "machine":
+        return hierarchy
+    return hierarchy.with_inclusion("nine").without_prefetch()
 
 
 def _json(result: SimResult, hierarchy: HierarchyConfig) -> str:

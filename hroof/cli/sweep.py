@@ -60,7 +60,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.model == "nine":  # the walls are then predicted for the NINE levels too
         from dataclasses import replace
 
-        machine = replace(machine, hierarchy=machine.hierarchy.with_inclusion("nine"))
+        machine = replace(
+            machine, hierarchy=machine.hierarchy.with_inclusion("nine").without_prefetch()
+        )
     if max(counts) > 1:
         from hroof.machine.cores import check_cores
 

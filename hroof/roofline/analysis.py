@@ -15,7 +15,8 @@ level", "Traffic partition"):
   + capacity misses, + conflict misses (the total). Non-temporal stores go
   from the core straight to memory: they are a part of their own of the last
   level's traffic to memory, counted from the first (compulsory) wall on, so
-  the total wall is always the memory AI.
+  the total wall is always the memory AI. The lines hardware prefetchers fetch
+  (docs/cache-model.md, "Prefetchers") count in the total wall only.
 
 Any unknown figure (flops, a bandwidth, the peak) makes the numbers that need
 it None; bounds are taken over the known figures only and ``unknown`` lists
@@ -264,6 +265,7 @@ def _walls(result: SimResult) -> tuple[LocalityWalls, ...]:
             for part in ("compulsory", "write_allocate", "capacity", "conflict"):
                 run += parts[part]
                 sums.append(run)
+            sums[-1] += parts.get("prefetch", 0)  # prefetch requests' lines: in the total only
             vals = [_div(result.flops, s) for s in sums]
         out.append(LocalityWalls(lv.name, names[i + 1], *vals, parts=parts))
     return tuple(out)
