@@ -27,13 +27,18 @@ test: $(STAMP)
 check: $(STAMP)
 	HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
 
-# Line coverage of hroof/: the full suite compiled, then the fast lane again with
-# NUMBA_DISABLE_JIT=1 so the lines of the Numba kernels count too.
+# Line coverage of hroof/: the full suite compiled, then the kernels' own tests (fast
+# lane) again with NUMBA_DISABLE_JIT=1 so the lines of the Numba kernels count too.
+# Only those files: the whole fast lane as plain Python runs for hours (the story tests
+# simulate whole sweeps); these take about 2 minutes.
+KERNEL_TESTS := tests/test_hand_cases.py tests/test_shadow.py tests/test_inclusion.py \
+	tests/test_prefetch.py tests/test_sampling.py tests/test_multicore.py tests/test_mrc.py \
+	tests/test_simulator_vs_naive.py tests/test_fastpath.py tests/test_trace_io.py
 coverage: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --cov=hroof --cov-report=
 	NUMBA_DISABLE_JIT=1 HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" \
-		-p no:cacheprovider --cov=hroof --cov-append --cov-report=term:skip-covered \
-		--cov-report=html:coverage-html
+		-p no:cacheprovider -W ignore::RuntimeWarning --cov=hroof --cov-append \
+		--cov-report=term:skip-covered --cov-report=html:coverage-html $(KERNEL_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
