@@ -117,6 +117,30 @@ def test_cache_key_depends_on_the_inclusion_policy():
     assert all(len(lv) == 5 for lv in plain)  # the pre-policy form
 
 
+def test_cache_key_depends_on_the_prefetcher():
+    """A prefetcher changes what is simulated: each kind, table size and distance gets its
+    own key (the key once left prefetchers out, so a preset's new prefetcher read back the
+    plain model's cached results); no prefetcher keeps the old key."""
+    from dataclasses import replace
+
+    from hroof.cachesim import HierarchyConfig
+
+    opts = {"classify": True, "flush": True}
+
+    def with_l2(**kw):
+        levels = list(SMALL.levels)
+        levels[1] = replace(levels[1], **kw)
+        return HierarchyConfig(tuple(levels), name=SMALL.name)
+
+    variants = [with_l2(prefetch="none"), with_l2(prefetch="next-line"),
+                with_l2(prefetch="adjacent"), with_l2(prefetch="stride"),
+                with_l2(prefetch="stride", prefetch_streams=4),
+                with_l2(prefetch="stride", prefetch_distance=2)]  # fmt: skip
+    keys = [cache_key("triad", {"n": 8}, h, opts) for h in variants]
+    assert len(set(keys)) == len(keys)
+    assert keys[0] == cache_key("triad", {"n": 8}, SMALL, opts)
+
+
 def test_corrupt_cache_entry_is_simulated_again(private_cache):
     grid = [{"n": "1000"}]
     first = run_sweep("triad", grid, SMALL, workers=1)

@@ -390,14 +390,15 @@ def format_sweep(points, machine, walls) -> str:
             cols += [Col("measured/\npredicted"), Col("verdict", "<")]
     poor = 0
     rows = []
+    riding = set()  # exclusive or victim levels whose clean victims from above ride along
     for p in points:
         r = p.result
         row = [str(p.params[k]) for k in vary] + [format_bytes(p.footprint)]
-        row += [ai_text(lv.ai) for lv in r.levels] + [ai_text(r.memory.ai)]
+        rf = roofline(r, machine)  # its AIs are those the roofs multiply (timed bytes)
+        row += [ai_text(lv.ai) for lv in rf.levels]
+        riding.update(lv.name for lv in r.levels if lv.victims_in)
         if known:
-            rf = roofline(r, machine)
-            perf, binding = rf.bound, rf.binding
-            row += [f"{perf:.3g}", binding]
+            row += [f"{rf.bound:.3g}", rf.binding]
         if measured:
             row += measured_cells(p, machine if known else None)
             poor += row[-1].startswith("POOR")
@@ -410,6 +411,15 @@ def format_sweep(points, machine, walls) -> str:
         "",
     ]
     lines += text_table(cols, rows)
+    if riding:
+        names = ", ".join(sorted(riding))
+        lines += textwrap.wrap(
+            f"({names} AI: flops per byte of the traffic its bandwidth times; the clean lines "
+            "the level above evicts into it move too and are left out, as its measured "
+            "bandwidth already includes them: docs/cache-model.md)",
+            REPORT_WIDTH,
+            break_on_hyphens=False,
+        )
     if not known:
         lines.append(
             f"(no bounds: the machine has no {', '.join(machine.missing())}; "

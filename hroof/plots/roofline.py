@@ -40,8 +40,13 @@ def _levels(machine: Machine) -> list[tuple[str, float]]:
 
 
 def level_ais(result: SimResult) -> list[tuple[str, float | None]]:
-    """(name, FLOP/byte) of every cache level and of memory."""
-    return [(lv.name, lv.ai) for lv in result.levels] + [(result.memory.name, result.memory.ai)]
+    """(name, FLOP/byte) of every cache level and of memory, as the roofline reads them: of
+    the bytes each level's bandwidth times (``LevelResult.timed_bytes``: an exclusive level's
+    clean victims from above ride along)."""
+    flops = result.flops
+    out = [(lv.name, flops / lv.timed_bytes if flops is not None and lv.timed_bytes else None)
+           for lv in result.levels]  # fmt: skip
+    return [*out, (result.memory.name, result.memory.ai)]
 
 
 def bound(result: SimResult, machine: Machine) -> tuple[float, str]:

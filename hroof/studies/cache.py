@@ -1,12 +1,13 @@
 """The result cache: a simulated point is kept, keyed by everything it depends on.
 
 A key hashes the kernel and every parameter, the simulation options, the cache
-hierarchy in canonical form (each level's name, size, ways, line, write policy;
-memory's name; the machine's name, which a result carries) and the simulator's own
-code: a hash of every source file of :mod:`hroof.cachesim` and :mod:`hroof.traces`
-(and the base modules they compile with). So a changed simulator, generator or
-machine never returns a result computed by another, and a result read back always
-names the machine it was asked for. Bandwidths and peaks are not in the key: they do
+hierarchy in canonical form (each level's name, size, ways, line, write policy,
+inclusion policy and prefetcher; memory's name; the machine's name, which a result
+carries) and the simulator's own code: a hash of every source file of
+:mod:`hroof.cachesim` and :mod:`hroof.traces` (and the base modules they compile
+with). So a changed simulator, generator or machine never returns a result computed
+by another, and a result read back always names the machine it was asked for.
+Bandwidths and peaks are not in the key: they do
 not change what is simulated, only how it is read.
 
 Entries are ``hroof.result/1`` JSON documents in :func:`hroof._base.paths.results_cache_dir`
@@ -50,13 +51,18 @@ def code_fingerprint() -> str:
 def canonical_hierarchy(hierarchy: HierarchyConfig) -> dict:
     """What of a machine a simulation depends on, in a fixed form.
 
-    A level's inclusion policy is appended only when it is not NINE, so the keys of
-    plain hierarchies are those they had before policies existed.
+    A level's inclusion policy is appended only when it is not NINE, and its prefetcher
+    (with the stride table's size and distance) only when it has one, so the keys of
+    plain hierarchies are those they had before policies and prefetchers existed.
     """
 
     def level(lv) -> list:
         out = [lv.name, lv.size, lv.ways, lv.line, lv.write_allocate]
-        return out if lv.inclusion == "nine" else [*out, lv.inclusion]
+        if lv.inclusion != "nine":
+            out.append(lv.inclusion)
+        if lv.prefetch != "none":
+            out.append(["prefetch", lv.prefetch, lv.prefetch_streams, lv.prefetch_distance])
+        return out
 
     return {
         "name": hierarchy.name,
