@@ -91,18 +91,19 @@ def test_trusted_chunk_still_rejects_addresses_out_of_range():
         sim.feed(addr, np.full(2, 8, np.int64), np.zeros(2, np.uint8), trusted=True)
 
 
-def test_count_chunk_matches_scan_chunk():
+def test_trusted_chunk_counts_as_the_checked_chunk():
+    from hroof.cachesim._chunks import _as_chunk, _trusted_chunk
+
     rng = np.random.default_rng(5)
     addr, size, kind = random_trace(rng, 3000, lines=200, p=(0.5, 0.3, 0.2))
     addr, size, kind = addr.astype(np.int64), size.astype(np.int64), kind.astype(np.uint8)
-    limit = 1 << SK.addr_limit_bits(6)
-    scanned = SK.scan_chunk(addr, size, kind, 6, limit)
-    counted = SK.count_chunk(addr, size, kind, 6, limit)
-    assert counted[0] == scanned[0] == 0
-    assert tuple(counted[1:]) == tuple(scanned[3:])
+    checked = _as_chunk(addr, size, kind, 6)
+    trusted = _trusted_chunk(addr, size, kind, 6)
+    assert checked[3] == trusted[3] and tuple(checked[4]) == tuple(trusted[4])
+    core = tuple(trusted[4])
     # the core counters by hand
-    assert counted[2:5] == tuple(int((kind == j).sum()) for j in range(3))
-    assert counted[5:] == tuple(int(size[kind == j].sum()) for j in range(3))
+    assert core[:3] == tuple(int((kind == j).sum()) for j in range(3))
+    assert core[3:] == tuple(int(size[kind == j].sum()) for j in range(3))
 
 
 def test_timing_fields_and_old_results_load():

@@ -64,40 +64,6 @@ def scan_chunk(addr, size, kind, line_bits, limit):
 
 
 @njit(**JIT)
-def count_chunk(addr, size, kind, line_bits, limit):
-    """:func:`scan_chunk` for a chunk hroof generated itself: sizes and kinds unchecked.
-
-    Returns the count of addresses outside ``[0, limit)`` (a generator's arrays
-    could end past the simulator's limit), the count of accesses that straddle a
-    line boundary and the core's counters (``K_*`` order).
-    """
-    bad_addr = 0
-    straddles = 0
-    n_loads = 0
-    n_stores = 0
-    n_nt = 0
-    b_loads = 0
-    b_stores = 0
-    b_nt = 0
-    for i in range(addr.shape[0]):
-        a = addr[i]
-        s = size[i]
-        k = kind[i]
-        bad_addr += (a < 0) | (a >= limit)
-        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
-        is_load = k == KIND_LOAD
-        is_store = k == KIND_STORE
-        is_nt = k == KIND_NT
-        n_loads += is_load
-        n_stores += is_store
-        n_nt += is_nt
-        b_loads += s * is_load
-        b_stores += s * is_store
-        b_nt += s * is_nt
-    return bad_addr, straddles, n_loads, n_stores, n_nt, b_loads, b_stores, b_nt
-
-
-@njit(**JIT)
 def sample_filter(addr, size, kind, line_bits, m, k, residue, per_class, out_addr, out_size,
                   out_kind, out_group):  # fmt: skip
     """Keep the accesses whose line is ``residue`` modulo ``k``, in order (set sampling).
