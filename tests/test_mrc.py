@@ -113,6 +113,21 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
     assert_array_equal(cut.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
 
 
+@pytest.mark.parametrize("stride", [1, 7, 8, 64, 4096])
+def test_strided_streams_equal_the_naive_twin(stride):
+    """Lines a stride apart: the hash table keeps groups of 8 consecutive lines in
+    consecutive slots, so strides of 8 lines and more share one home slot in 8 (long
+    probe runs); the stack distances reach across many 64-time blocks of the tree."""
+    rng = np.random.default_rng(stride)
+    base = rng.integers(0, 150, 1500)
+    lines = (base * stride + (1 << 40)).astype(np.int64)
+    ops = rng.choice(4, lines.shape[0], p=[0.85, 0.1, 0.03, 0.02]).astype(np.uint8)
+    c = _curve(lines, ops, batch=997)
+    caps = np.arange(0, 160, 3)
+    assert_array_equal(c.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
+    assert c.distinct_lines == len(np.unique(lines[ops != MK.OP_INVAL]))
+
+
 @settings(max_examples=examples(60), deadline=None)
 @given(
     events=st.lists(
@@ -324,7 +339,9 @@ def test_scan_prefilter_matches_the_check_and_the_filter(n):
             assert_array_equal(got[:k], np.array(exp, dtype=got.dtype))
     if n < 3:
         return
-    for i, (a, sz, kd) in enumerate([(-64, 8, 0), (60, 8, 0), (0, 0, 1), (0, 8, 3), (limit, 8, 0)]):
+    bad = [(-64, 8, 0), (60, 8, 0), (0, 0, 1), (0, 8, 3), (limit, 8, 0), (0, 65, 0),
+           (0, -5, 0), (64, 2**62, 0)]  # fmt: skip
+    for i, (a, sz, kd) in enumerate(bad):
         bad_a, bad_s, bad_k = addr.copy(), size.copy(), kind.copy()
         j = (7 * i) % n
         bad_a[j], bad_s[j], bad_k[j] = a, sz, kd
@@ -332,6 +349,25 @@ def test_scan_prefilter_matches_the_check_and_the_filter(n):
         _, _, rej = MK.scan_prefilter(bad_a, bad_s, bad_k, 6, limit, key, 1 << 20, flags, *out)
         scan = SK.scan_chunk(bad_a, bad_s, bad_k, 6, limit)
         assert rej == 1 and sum(scan[:4]) >= 1, (a, sz, kd)  # rejected or split there too
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_split_sample_equals_one_filter_per_sub_sample(n):
+    rng = np.random.default_rng(n)
+    lines = rng.integers(0, 2**40, n)
+    ops = rng.integers(0, 4, n).astype(np.uint8)
+    hashes = rng.integers(0, MK.SAMPLE_P, n)
+    subs = rng.integers(0, MK.SUBSAMPLES, n)
+    threshs = np.array([MK.SAMPLE_P, 1 << 23, 1 << 20, 0][: MK.SUBSAMPLES], np.int64)
+    out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64)]
+    starts = np.zeros(MK.SUBSAMPLES + 1, np.int64)
+    MK.split_sample(lines, ops, hashes, subs, threshs, *out, starts)
+    for j in range(MK.SUBSAMPLES):
+        want = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64)]
+        m = MK.filter_sample(lines, ops, hashes, subs, threshs[j], j, *want)
+        assert starts[j + 1] - starts[j] == m
+        for got, exp in zip(out, want, strict=True):
+            assert_array_equal(got[starts[j] : starts[j + 1]], exp[:m])
 
 
 def test_direct_sampling_equals_the_simulator_path():

@@ -11,9 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import config
 
 from hroof._base.jit import INLINE, JIT
 from hroof.cachesim import _kernels as K
+from hroof.cachesim._shadow_kernels import PREFETCH_AHEAD, _prefetch
+
+if config.DISABLE_JIT:
+
+    def _ctz(x):
+        """Trailing zero bits of a non-zero uint64 (plain Python)."""
+        x = int(x)
+        return (x & -x).bit_length() - 1
+
+else:
+    from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 
 #: Operations of the passes: a counted lookup that allocates, a write that
 #: allocates uncounted (an arriving writeback), an invalidation (NT store), and
@@ -75,12 +87,32 @@ def sample_hash(lines, key, out_hash, out_sub):
         out_sub[i] = np.int64(z & np.uint64(SUBSAMPLES - 1))
 
 
+#: Lines hashed together: a group of ``2**GROUP_BITS`` consecutive lines has consecutive
+#: home slots (see :func:`_slot`).
+GROUP_BITS = 3
+
+
+@njit(**INLINE)
+def _home(line, hbits):
+    """The home slot of ``line`` in a table of ``2**hbits`` slots (see :func:`_slot`)."""
+    g = np.uint64(GROUP_BITS)
+    h = ((np.uint64(line) >> g) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - hbits)
+    return np.int64(((h >> g) << g) | (np.uint64(line) & ((np.uint64(1) << g) - np.uint64(1))))
+
+
 @njit(**INLINE)
 def _slot(table, line, hbits):
     """The slot holding ``line`` in ``table`` (pairs key, value), or the empty slot where
-    it would go (linear probing; ``table[2 s]`` is the key, ``table[2 s + 1]`` the value)."""
+    it would go (linear probing; ``table[2 s]`` is the key, ``table[2 s + 1]`` the value).
+
+    The home slot is a Fibonacci hash of ``line >> GROUP_BITS`` with the line's low
+    ``GROUP_BITS`` bits kept: the 8 lines of an aligned group sit in 128 consecutive
+    bytes of the table, so a stream walking an array reads the table nearly
+    sequentially instead of taking a host cache miss per line. A stride of 8 lines or
+    more uses one home slot in 8; the table's load of at most one half keeps those
+    probe runs short, and they stay in contiguous memory."""
     mask = (table.shape[0] >> 1) - 1
-    s = np.int64((np.uint64(line) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - hbits))
+    s = _home(line, hbits)
     while True:
         k = table[2 * s]
         if k == line or k < 0:
@@ -107,6 +139,29 @@ def _mark(words, btree, t, v):
     while i < n:
         btree[i] += v
         i += i & (-i)
+
+
+@njit(**INLINE)
+def _move(words, btree, t, now):
+    """Clear the entry at time ``t`` and set the one at ``now`` (``t < now``): the two
+    Fenwick updates walk up from their blocks only until their chains meet, where the
+    -1 and the +1 cancel (a reuse within one 64-time block touches no tree node)."""
+    words[t >> 6] ^= np.uint64(1) << np.uint64(t & 63)
+    words[now >> 6] ^= np.uint64(1) << np.uint64(now & 63)
+    i = (t >> 6) + 1
+    j = (now >> 6) + 1
+    n = btree.shape[0]
+    while i != j:
+        if i < j:
+            if i >= n:
+                break
+            btree[i] -= 1
+            i += i & (-i)
+        else:
+            if j >= n:
+                break
+            btree[j] += 1
+            j += j & (-j)
 
 
 @njit(**INLINE)
@@ -185,9 +240,10 @@ def _pairs_sift_down(ph, pl, n):
 
 
 @njit(**JIT)
-def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, fmeta, meta,
-             pairs_h, pairs_l):  # fmt: skip
-    """Run ``lines``/``ops`` through the fully-associative stack; histogram lookups by distance.
+def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, hist, fhist,
+            fmeta, meta, pairs_h, pairs_l):  # fmt: skip
+    """Run the events (lines ``src >> shift``, operations ``opmap[kinds]``) through the
+    fully-associative stack; histogram lookups by distance.
 
     ``hist[d]`` counts the lookups at (sampled) stack distance ``d``; the
     driver scales it by ``1/R`` when sampling. With ``pairs_h`` of
@@ -214,11 +270,20 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
     fixed = pairs_h.shape[0] > 0
     hlen = fhist.shape[0] if fixed else hist.shape[0]
     nsampled = meta[M_SAMPLED]
-    n = lines.shape[0]
+    n = src.shape[0]
     stop = n
     for i in range(n):
-        line = lines[i]
-        op = ops[i]
+        line = src[i] >> shift
+        op = opmap[kinds[i]]
+        if i + 2 * PREFETCH_AHEAD < n:
+            # Start the memory reads of later events now, so that they overlap: the table
+            # slot of the event 16 ahead, the time bitmap word of the one 8 ahead (its slot
+            # was fetched 8 events ago; a probe past the home slot just misses the hint).
+            _prefetch(table, 2 * _home(src[i + 2 * PREFETCH_AHEAD] >> shift, hbits))
+            a = src[i + PREFETCH_AHEAD] >> shift
+            ha = _home(a, hbits)
+            if table[2 * ha] == a and table[2 * ha + 1] >= 0:
+                _prefetch(words, table[2 * ha + 1] >> 6)
         if fixed:
             if hashes[i] >= thresh:
                 continue
@@ -278,14 +343,14 @@ def fa_pass(lines, ops, hashes, scale, table, words, btree, heap, hist, fhist, f
                 if nholes > 0 and (t < 0 or heap[0] > t):
                     h = heap[0]
                     nholes = _heap_pop(heap, nholes)
-                    _mark(words, btree, h, -1)
                     if t >= 0:
                         nholes = _heap_push(heap, nholes, t)
+                    _move(words, btree, h, now)
                 elif t >= 0:
-                    _mark(words, btree, t, -1)
+                    _move(words, btree, t, now)
                 else:
                     live += 1
-                _mark(words, btree, now, 1)
+                    _mark(words, btree, now, 1)
                 table[2 * s + 1] = now
                 now += 1
             elif op == OP_LOOKUP:
@@ -399,16 +464,18 @@ def prefilter(src, shift, kinds, opmap, lookup_mask, key, thresh, flags, out_lin
         for j in range(m, (m + 7) // 8 * 8):
             flags[j] = 0
         for w in range((m + 7) // 8):
-            if words[w] != 0:
-                for j in range(8 * w, 8 * w + 8):
-                    if flags[j]:
-                        line = s[j] >> shift
-                        z = _mix(line ^ key)
-                        out_lines[k] = line
-                        out_ops[k] = opmap[kd[j]]
-                        out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
-                        out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
-                        k += 1
+            wv = words[w]
+            while wv != np.uint64(0):
+                # the flags are bytes 0 or 1: bit 8 b of the word is flag b
+                j = 8 * w + np.int64(_ctz(wv) >> 3)
+                wv &= wv - np.uint64(1)
+                line = s[j] >> shift
+                z = _mix(line ^ key)
+                out_lines[k] = line
+                out_ops[k] = opmap[kd[j]]
+                out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+                out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+                k += 1
     return k, np.int64(lookups)
 
 
@@ -419,18 +486,19 @@ def scan_prefilter(addr, size, kind, line_bits, limit, key, thresh, flags, out_l
     fused with the simulator's input check (``_stream_kernels.scan_chunk``): one read of
     the chunk instead of two.
 
-    Returns ``(kept, lookups, rejected)``; ``rejected`` counts the accesses that
-    ``scan_chunk`` would reject (address negative or not below ``limit``, size not
-    positive, kind above 2) or split (straddling a line): when it is not 0, the
-    outputs are to be discarded and the chunk sent the simulator's way.
+    Returns ``(kept, lookups, rejected)``; ``rejected`` is not 0 when the chunk holds
+    an access that ``scan_chunk`` would reject (address negative or not below
+    ``limit``, size not positive, kind above 2) or split (straddling a line): the
+    outputs are then to be discarded and the chunk sent the simulator's way.
     """
     n = addr.shape[0]
     blk = flags.shape[0]
     top = (np.uint64(thresh) << np.uint64(64 - SAMPLE_BITS)) - np.uint64(1)
     words = flags.view(np.uint64)
+    nline = np.int64(1) << line_bits
     k = 0
     lookups = 0
-    rejected = 0
+    rejected = False
     for lo in range(0, n, blk):
         m = min(blk, n - lo)
         a = addr[lo : lo + m]
@@ -438,25 +506,29 @@ def scan_prefilter(addr, size, kind, line_bits, limit, key, thresh, flags, out_l
         kd = kind[lo : lo + m]
         for j in range(m):
             x = a[j]
-            line = x >> line_bits
-            rejected += ((x < 0) | (x >= limit) | (sz[j] <= 0) | (kd[j] > 2)
-                         | (line != (x + sz[j] - 1) >> line_bits))  # fmt: skip
+            # unsigned compares: x < 0 wraps above limit, size < 1 wraps above a line;
+            # a size of 1..line stays in its line when the offset plus it fits
+            rejected |= ((np.uint64(x) >= np.uint64(limit))
+                         | (np.uint64(sz[j] - 1) >= np.uint64(nline)) | (kd[j] > 2)
+                         | ((x & (nline - 1)) + sz[j] > nline))  # fmt: skip
             lookups += kd[j] < 2
-            flags[j] = _mix(line ^ key) <= top
+            flags[j] = _mix((x >> line_bits) ^ key) <= top
         for j in range(m, (m + 7) // 8 * 8):
             flags[j] = 0
         for w in range((m + 7) // 8):
-            if words[w] != 0:
-                for j in range(8 * w, 8 * w + 8):
-                    if flags[j]:
-                        line = a[j] >> line_bits
-                        z = _mix(line ^ key)
-                        out_lines[k] = line
-                        out_ops[k] = OP_LOOKUP if kd[j] < 2 else OP_INVAL
-                        out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
-                        out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
-                        k += 1
-    return k, lookups, rejected
+            wv = words[w]
+            while wv != np.uint64(0):
+                # the flags are bytes 0 or 1: bit 8 b of the word is flag b
+                j = 8 * w + np.int64(_ctz(wv) >> 3)
+                wv &= wv - np.uint64(1)
+                line = a[j] >> line_bits
+                z = _mix(line ^ key)
+                out_lines[k] = line
+                out_ops[k] = OP_LOOKUP if kd[j] < 2 else OP_INVAL
+                out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+                out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+                k += 1
+    return k, lookups, np.int64(rejected)
 
 
 @njit(**JIT)
@@ -470,6 +542,34 @@ def filter_sample(lines, ops, hashes, subs, thresh, want_sub, out_lines, out_ops
             out_hash[k] = hashes[i]
             k += 1
     return k
+
+
+@njit(**JIT)
+def split_sample(lines, ops, hashes, subs, threshs, out_lines, out_ops, out_hash, starts):
+    """Sort the events into the sub-samples, in order within each: those of sub-sample
+    ``j`` with ``hash < threshs[j]`` go to ``out_*[starts[j]:starts[j + 1]]`` (``starts``
+    has ``len(threshs) + 1`` entries, filled here). One pass to count, one to place."""
+    nsub = threshs.shape[0]
+    for j in range(nsub + 1):
+        starts[j] = 0
+    for i in range(lines.shape[0]):
+        j = subs[i]
+        if hashes[i] < threshs[j]:
+            starts[j + 1] += 1
+    for j in range(nsub):
+        starts[j + 1] += starts[j]
+    # starts[j] is sub-sample j's cursor, and ends at the segment's end (= starts[j + 1])
+    for i in range(lines.shape[0]):
+        j = subs[i]
+        if hashes[i] < threshs[j]:
+            k = starts[j]
+            out_lines[k] = lines[i]
+            out_ops[k] = ops[i]
+            out_hash[k] = hashes[i]
+            starts[j] = k + 1
+    for j in range(nsub, 0, -1):
+        starts[j] = starts[j - 1]
+    starts[0] = 0
 
 
 @njit(**JIT)

@@ -27,6 +27,9 @@ from hroof.cachesim._mrc_kernels import (
     SAMPLE_P,
 )
 
+#: The operation map of events that are operations already.
+IDENTITY = np.arange(256, dtype=np.uint8)
+
 
 def _pow2_at_least(n: int) -> int:
     return 1 << max(1, int(n - 1).bit_length())
@@ -116,12 +119,18 @@ class FAState:
         cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
         self.words, self.btree = _times(cap, live)
 
-    def feed(self, lines: np.ndarray, ops: np.ndarray, hashes: np.ndarray) -> None:
-        for lo in range(0, lines.shape[0], self.BLOCK):
+    def feed(self, src: np.ndarray, ops: np.ndarray, hashes: np.ndarray, shift: int = 0,
+             opmap: np.ndarray | None = None) -> None:  # fmt: skip
+        """Feed events: lines ``src >> shift``, operations ``opmap[ops]`` (``ops`` itself
+        when ``opmap`` is None), SHARDS hashes ``hashes`` (read by the fixed-size sampler
+        only; the exact pass may pass any array of the same length)."""
+        if opmap is None:
+            opmap = IDENTITY
+        for lo in range(0, src.shape[0], self.BLOCK):
             hi = lo + self.BLOCK
-            self._feed_block(lines[lo:hi], ops[lo:hi], hashes[lo:hi])
+            self._feed_block(src[lo:hi], ops[lo:hi], hashes[lo:hi], shift, opmap)
 
-    def _feed_block(self, lines, ops, hashes) -> None:
+    def _feed_block(self, lines, ops, hashes, shift, opmap) -> None:
         while lines.shape[0]:
             n = lines.shape[0]
             meta = self.meta
@@ -141,8 +150,9 @@ class FAState:
                 grown[: old.shape[0]] = old
                 setattr(self, name, grown)
             done = MK.fa_pass(
-                lines, ops, hashes, self.scale, self.table, self.words, self.btree, self.heap,
-                self.hist, self.fhist, self.fmeta, meta, self.pairs_h, self.pairs_l,
+                lines, shift, ops, opmap, hashes, self.scale, self.table, self.words,
+                self.btree, self.heap, self.hist, self.fhist, self.fmeta, meta, self.pairs_h,
+                self.pairs_l,
             )  # fmt: skip
             lines, ops, hashes = lines[done:], ops[done:], hashes[done:]
 

@@ -11,12 +11,17 @@ Architecture
 The fully-associative pass (``_mrc_kernels.fa_pass``) keeps
 
 * ``table``: an open-addressing hash table of (line, time of its last access)
-  pairs (time ``-1``: not in the stack, i.e. never allocated or invalidated);
+  pairs (time ``-1``: not in the stack, i.e. never allocated or invalidated),
+  hashed by groups of 8 consecutive lines so that a stream walking an array
+  reads it nearly sequentially (``_mrc_kernels._slot``); the pass prefetches
+  the slot of the event 16 ahead and the bitmap word of the one 8 ahead;
 * ``words``: a bitmap over access times with a 1 at the time of every *entry*
   of the LRU stack, and ``btree``, a Fenwick tree of the counts of its 64-time
   blocks, so the stack distance of a line last used at time ``t`` (the number
   of entries after ``t``) is two popcounts and a Fenwick range: O(log T), on
-  a tree 64 times smaller than one over the times themselves;
+  a tree 64 times smaller than one over the times themselves. Moving an entry
+  from time ``t`` to now walks the two Fenwick update chains only until they
+  meet (``_mrc_kernels._move``): a reuse within one block updates no node;
 * ``heap``: a max-heap of the times of the stack's *holes*.
 
 For example, after references to lines 7, 9, 7, 5 at times 0-3 the entries
@@ -89,7 +94,7 @@ from hroof.cachesim._mrc_kernels import (
     SAMPLE_P,
     SUBSAMPLES,
 )
-from hroof.cachesim._mrc_state import FAState
+from hroof.cachesim._mrc_state import IDENTITY, FAState
 from hroof.cachesim._stream_kernels import addr_limit_bits
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
@@ -225,7 +230,6 @@ def default_capacities(curve: MissRatioCurve, per_octave: int = 4) -> np.ndarray
 #: steadily with capacity (uniform random reuse) that stretch alone moves the miss ratio
 #: by up to about 0.01 (``bench/RESULTS.md``: uniform random streams).
 MIN_SAMPLED_LINES = 10_000
-_IDENTITY = np.arange(256, dtype=np.uint8)
 _MASKS: dict[bytes, np.uint64] = {}
 
 
@@ -318,7 +322,8 @@ class StackDistances:
                 FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
                 for _ in range(SUBSAMPLES)
             ]
-        self._buf = None
+        self._buf = self._out = None
+        self._starts = np.zeros(SUBSAMPLES + 1, dtype=np.int64)
         self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.sa_stk = self.sa_hist = None
         if sets is not None:
@@ -333,18 +338,16 @@ class StackDistances:
         ops = np.ascontiguousarray(ops, dtype=np.uint8)
         if ops.shape[0] and int(ops.max()) > MK.OP_INVAL_SEEN:
             raise HroofError(f"operations must be 0..{MK.OP_INVAL_SEEN}, got {int(ops.max())}")
-        self.feed_events(lines, 0, ops, _IDENTITY)
+        self.feed_events(lines, 0, ops, IDENTITY)
 
     def feed_events(self, src, shift: int, kinds, opmap) -> None:
         """Add a batch of events: lines ``src >> shift``, operations ``opmap[kinds]``."""
-        if self.rate is None or self.sa_stk is not None:
-            lines = src >> shift if shift else src
-            ops = opmap[kinds]
-            if self.sa_stk is not None:
-                MK.sa_pass(lines, ops, self.sets, self.sa_stk, self.sa_hist)
-            if self.rate is None:
-                self.fa.feed(lines, ops, lines)
-                return
+        if self.sa_stk is not None:
+            MK.sa_pass(src >> shift if shift else src, opmap[kinds], self.sets, self.sa_stk,
+                       self.sa_hist)  # fmt: skip
+        if self.rate is None:
+            self.fa.feed(src, kinds, src, shift, opmap)
+            return
         n = src.shape[0]
         states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
         thresh = max(int(s.meta[M_THRESH]) for s, _ in states)
@@ -387,21 +390,30 @@ class StackDistances:
         if self._buf is None or self._buf[0].shape[0] < n:  # reused: no page faults per batch
             self._buf = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
+            self._out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
+                         np.empty(n, dtype=np.int64))  # fmt: skip
 
     def _distribute(self, k: int, nlookups: int, thresh: int) -> None:
-        """Feed the ``k`` sampled events in the buffers to the sample and its sub-samples."""
+        """Feed the ``k`` sampled events in the buffers (prefiltered at ``thresh``) to the
+        sample and its sub-samples."""
         self.lookups += int(nlookups)
         sl, so, sh, ss = (b[:k] for b in self._buf)
-        states = [(self.fa, -1), *((s, j) for j, s in enumerate(self.subs))]
-        out_l, out_o, out_h = np.empty(k, np.int64), np.empty(k, np.uint8), np.empty(k, np.int64)
-        for state, want in states:
-            t = int(state.meta[M_THRESH])
-            if want < 0 and t == thresh:
-                state.feed(sl, so, sh)
-                continue
-            m = MK.filter_sample(sl, so, sh, ss, t, want, out_l, out_o, out_h)
+        out_l, out_o, out_h = self._out
+        t = int(self.fa.meta[M_THRESH])
+        if t == thresh:
+            self.fa.feed(sl, so, sh)
+        else:
+            m = MK.filter_sample(sl, so, sh, ss, t, -1, out_l, out_o, out_h)
             if m:
-                state.feed(out_l[:m], out_o[:m], out_h[:m])
+                self.fa.feed(out_l[:m], out_o[:m], out_h[:m])
+        if not self.subs:
+            return
+        threshs = np.array([s.meta[M_THRESH] for s in self.subs], dtype=np.int64)
+        MK.split_sample(sl, so, sh, ss, threshs, out_l, out_o, out_h, self._starts)
+        for j, state in enumerate(self.subs):
+            lo, hi = int(self._starts[j]), int(self._starts[j + 1])
+            if hi > lo:
+                state.feed(out_l[lo:hi], out_o[lo:hi], out_h[lo:hi])
 
     def reset_counts(self) -> None:
         """Start counting afresh with the stacks as they are: what was fed so far is a
