@@ -77,6 +77,8 @@ def test_report_has_the_figure_and_its_caption(swept, tmp_path):
         "Every cache size at one point" in page
         and "The miss ratio of the stream into L1 at n=24" in page
     )
-    write_report(points, machine, tmp_path / "off", title="t", mrc="off")
-    assert not (tmp_path / "off" / "mrc.png").exists()
-    assert "not drawn (--mrc off)" in (tmp_path / "off" / "report.html").read_text()
+    # Again into the same directory without the curve: its old figure does not linger.
+    write_report(points, machine, tmp_path, title="t", mrc="off")
+    assert not (tmp_path / "mrc.png").exists() and not (tmp_path / "mrc.svg").exists()
+    assert (tmp_path / "traffic.png").exists()
+    assert "not drawn (--mrc off)" in (tmp_path / "report.html").read_text()

@@ -208,6 +208,11 @@ def write_report(
     page = _html(title, machine, points, walls, param, embedded, summary, notes or [], caps,
                  None if sc is not None else mrc_note)  # fmt: skip
     written.append(write_text(out / "report.html", page))
+    # A figure this report does not have (no measurements, --mrc off) must not linger
+    # from an earlier report in the same directory, beside a page that does not show it.
+    for name in _HEADINGS.keys() - figs.keys():
+        for ext in ("png", "svg"):
+            (out / f"{name}.{ext}").unlink(missing_ok=True)
     return written
 
 
