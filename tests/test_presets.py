@@ -86,6 +86,31 @@ def l3_3d(h):
     return next(w for w in stencil_walls({}, h) if (w.level, w.condition) == ("L3", "3D"))
 
 
+def test_exclusive_shared_level_with_several_cores():
+    """P cores with private L2s and a shared exclusive L3: each core's layers fit in its own
+    L2 plus 1/P of the L3 (not (L2 + L3) / P), and the whole working set in P L2s plus the
+    L3. NINE levels keep the old rule (the shared L3 divided by P)."""
+    from dataclasses import replace
+
+    h = three("exclusive")
+    h = replace(h, levels=(*h.levels[:2], replace(h.levels[2], shared=True)))
+    for cores in (1, 2, 4):
+        walls = {(w.level, w.condition): w for w in stencil_walls({}, h, steady=True, cores=cores)}
+        per_core = 1 * MiB + 27.5 * MiB / cores
+        assert walls["L3", "3D"].n == stencil_walls(
+            {}, hierarchy({"name": "L1", "size": int(per_core), "ways": 1}))[0].n  # fmt: skip
+        whole = walls["L3", "whole"]
+        assert whole.n**3 * 16 <= cores * MiB + 27.5 * MiB < (whole.n + 1) ** 3 * 16 * 1.05
+        if cores > 1:
+            assert f"each of {cores} cores: L2 + L3/{cores}" in walls["L3", "3D"].explanation
+            assert f"{cores} x L2 + L3" in whole.explanation
+    nine = replace(h, levels=(*h.levels[:2], replace(h.levels[2], inclusion="nine")))
+    three_d = {c: next(w.n for w in stencil_walls({}, nine, cores=c) if w.level == "L3")
+               for c in (1, 4)}  # fmt: skip
+    l1_only = hierarchy({"name": "L1", "size": int(27.5 * MiB / 4), "ways": 1})
+    assert three_d[4] == stencil_walls({}, l1_only)[0].n < three_d[1]
+
+
 def test_effective_capacity_by_hand():
     """NINE and inclusive: the level alone; exclusive and victim: plus the level above,
     down the chain of exclusive levels."""

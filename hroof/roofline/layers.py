@@ -517,6 +517,8 @@ def stencil_walls(
     >>> [(w.condition, w.n) for w in stencil_walls({}, h, steady=True)]
     [('whole', 10), ('3D', 30), ('2D', 681)]
     """
+    from hroof._base.units import format_bytes
+
     if not isinstance(hierarchy, HierarchyConfig):
         raise HroofError(f"hierarchy must be a HierarchyConfig, got {type(hierarchy).__name__}")
     g = _geometry(kernel, {k: v for k, v in dict(params).items() if k not in ("warmup",)})
@@ -524,15 +526,18 @@ def stencil_walls(
     names = ["whole"] if steady else []
     names += ["3D", "2D"] if kernel != "stencil5" else ["2D"]
     first_shared = hierarchy.first_shared(cores)
-    for i, lv in enumerate(hierarchy.levels):
+    levels = hierarchy.levels
+    for i, lv in enumerate(levels):
         shared = i >= first_shared
         eff, note = effective_capacity(hierarchy, i)
+        # The levels whose capacities add up here (an exclusive chain), each as one core
+        # sees it: a core's layers get its own private levels and 1/P of a shared one;
+        # the whole working set (every core's share) gets P private copies and a shared one.
+        chain = range(i - len(_disjoint(levels, i)) + 1, i + 1)
+        per_core = sum(levels[j].size / (cores if j >= first_shared else 1) for j in chain)
+        whole = sum(levels[j].size * (1 if j >= first_shared else cores) for j in chain)
         for name in names:
-            budget = safety * eff
-            if name != "whole" and shared:
-                budget /= cores
-            elif name == "whole" and not shared:
-                budget *= cores
+            budget = safety * (whole if name == "whole" else per_core)
             if name == "whole":
 
                 def need(n):
@@ -565,7 +570,21 @@ def stencil_walls(
             if note:
                 text += f"; capacity {note}"
             if shared and cores > 1 and name != "whole":
-                text += f" (in 1/{cores} of the shared {lv.name}: each of {cores} cores' share)"
+                if len(chain) > 1:
+                    own = " + ".join(
+                        levels[j].name if j < first_shared else f"{levels[j].name}/{cores}"
+                        for j in chain
+                    )
+                    text += (f" (each of {cores} cores: {own} = "
+                             f"{format_bytes(int(per_core))})")  # fmt: skip
+                else:
+                    text += f" (in 1/{cores} of the shared {lv.name}: each of {cores} cores' share)"
+            elif name == "whole" and cores > 1 and len(chain) > 1 and shared:
+                own = " + ".join(
+                    levels[j].name if j >= first_shared else f"{cores} x {levels[j].name}"
+                    for j in chain
+                )
+                text += f" (with {cores} cores: {own} = {format_bytes(int(whole))})"
             out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}", eff))
     return out
 
