@@ -30,10 +30,11 @@ flag pages
     those of the shared levels under ``region``; bit ``l`` as for one core.
 
 With one core and nothing shared this is the single-core kernel, event for
-event (tested bit for bit). The rarer steps (an eviction sent down, a
-back-invalidation, a prefetch) are compiled functions called from the pass, not
-inlined into it: inlining them all multiplies the kernel's size (and its compile
-time and memory) several times over.
+event (tested bit for bit). The rarer steps (a back-invalidation, a prefetch)
+are compiled functions called from the pass, not inlined into it: inlining them
+as well multiplies the kernel's size (and its compile time and memory) several
+times over. Sending a victim down is inlined: a call passes every state array
+(about 0.1 us), and a stencil writes back a dirty line every few accesses.
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def _back_invalidate(c, j, line, geo, st, mc, fl, sh, pf, classify):
     return _drop(c, s, j, n, line, C_BINV, geo, st, mc, fl, sh, pf, classify)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _send_down(c, j, v, dirty, evicted, geo, st, mc, fl, sh, pol, pf, classify):
     """Core ``c``'s level ``j`` lets ``v`` go (``_policy_kernels._send_down``)."""
     tags = st.tags
