@@ -554,3 +554,23 @@ def test_policies_steady_state_and_chunking_on_a_kernel():
         m.run_step(streams, 16)
     m.flush()
     _compare_policies(fast, m.result())
+
+
+def test_cli_default_machine_runs_several_cores(capsys):
+    # The default machine (skylake-sp: exclusive shared L3) was refused before issue 17.
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=64", "cores=2", "--json", "-q")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["cores"] == 2 and d["shared_levels"] == ["L3"]
+    l2 = [c["private"][1] for c in d["per_core"]]
+    assert sum(p["victims"] for p in l2) == d["levels"][1]["victims"] > 0
+    assert sum(c["shared"][0]["victims_in"] for c in d["per_core"]) == d["levels"][2]["victims_in"]
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=2", "--model",
+                             "nine", "--json", "-q")  # fmt: skip
+    assert code == 0, err
+    assert "victims" not in json.loads(out)["per_core"][0]["private"][1]
+    # An inclusive shared L3 on 3 cores: back-invalidations counted per core.
+    levels = [lvl("L1", 8, 2), lvl("L2", 16, 4), {**lvl("L3", 32, 4), "inclusion": "inclusive"}]
+    r = simulate_kernel("stencil7", _levels(levels), n=16, cores=3).to_dict()
+    per = [p["back_invalidations"] for c in r["per_core"] for p in c["private"]]
+    assert sum(per) == sum(lv["back_invalidations"] for lv in r["levels"][:2]) > 0
