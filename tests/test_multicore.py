@@ -512,6 +512,8 @@ def test_random_policies_equal_the_naive_twin(policy, prefetch):
             levels[0]["prefetch"] = prefetch  # a private L1 prefetcher too
         if trial == 4:
             levels[1]["shared"] = levels[2]["shared"] = True  # L2 and L3 shared
+        if trial == 5:
+            levels[0]["write_allocate"] = False  # stores forwarded into the policies below
         h = _levels(levels)
         cores = int(rng.integers(2, 4))
         first = h.first_shared(cores)
@@ -574,3 +576,27 @@ def test_cli_default_machine_runs_several_cores(capsys):
     r = simulate_kernel("stencil7", _levels(levels), n=16, cores=3).to_dict()
     per = [p["back_invalidations"] for c in r["per_core"] for p in c["private"]]
     assert sum(per) == sum(lv["back_invalidations"] for lv in r["levels"][:2]) > 0
+
+
+def test_p1_warm_up_reset_is_the_single_core_simulators():
+    from hroof.cachesim.simulator import Simulator
+
+    rng = np.random.default_rng(5)
+    levels = _policy_levels("exclusive", "next-line", "shared")
+    levels[1]["prefetch"] = "stride"
+    warm = random_trace(rng, 800, lines=60, p=[0.6, 0.3, 0.1])
+    main = random_trace(rng, 800, lines=60, p=[0.6, 0.3, 0.1])
+    one = Simulator(_levels(levels))
+    one.feed(*warm)
+    one.reset_counters()
+    one.feed(*main)
+    want = one.finish(flush=False).to_dict()
+    multi = MultiSimulator(_levels(levels), 1, grain=3)
+    multi.run_step([[warm]])
+    multi.reset_counters()
+    multi.run_step([[main]])
+    got = multi.finish(flush=False).to_dict()
+    for key in ("timing", "cores", "grain", "shared_levels", "per_core"):
+        got.pop(key)
+    want.pop("timing")
+    assert got == want
