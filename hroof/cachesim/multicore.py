@@ -223,7 +223,7 @@ class _Policies:
         return self.pf.ctr[rows].sum(axis=0)
 
     def unused_at_end(self, lvl: int, cores: int, s: int) -> int:
-        """Prefetched lines still unmarked-by-use at level ``lvl`` (every core's copy)."""
+        """Lines still marked prefetched (never used) at level ``lvl``, every core's copy."""
         lv = self.geo
         total = 0
         for v in set(self.vlv[:cores, lvl].tolist()):
@@ -255,7 +255,7 @@ class MultiSimulator:
     simulator (level by level on a plain hierarchy, else access by access), plus
     the shared levels' events, plus a few Python calls per grain (so a small
     grain costs time: ``bench/RESULTS.md``). Memory: the private levels' state
-    (and their shadows and prefetch tables) once per core.
+    (and their shadows, prefetch tables and classification flags) once per core.
     """
 
     def __init__(
