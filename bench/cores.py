@@ -8,9 +8,12 @@ accesses between them as the one core does, so "P cores cost at most P times one
 core's events plus the shared level" is met when the ratio stays below P. Each case
 reports ``timing.simulate_s`` (the simulation, not the trace generation) and the
 events that reach the shared level. Rounds are interleaved and the best of each
-kept (the machine is a noisy, shared 2-core VM); the JIT is loaded first. Usage::
+kept (the machine is a noisy, shared 2-core VM); the JIT is loaded first.
+``--machine skylake-sp`` times the preset's exclusive shared L3 instead (both
+sides then run access by access: the single-core policy kernel against the
+several-cores one, :mod:`hroof.cachesim._multicore_kernels`). Usage::
 
-    python bench/cores.py [--n 128] [--repeat 3] [--classify]
+    python bench/cores.py [--n 128] [--repeat 3] [--classify] [--machine NAME]
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--classify", action="store_true", help="classify misses (3C) too")
+    ap.add_argument("--machine", default="generic", help="a preset (default generic)")
     args = ap.parse_args()
-    h = resolve_machine("generic")
+    h = resolve_machine(args.machine)
     cases = [("1 core (plain)", 1, None)]
     cases += [(f"{p} cores, grain {g}", p, g) for p in (1, 2, 4) for g in (256, 1024, 8192)]
     for _, p, g in cases:  # compile / load every kernel first
@@ -56,7 +60,8 @@ def main() -> int:
     acc = simulate_kernel("stencil7", h, n=8).accesses * (args.n // 8) ** 3
     base = best["1 core (plain)"]
     cls = "on" if args.classify else "off"
-    print(f"stencil7 n={args.n}, {acc:,} accesses, classify={cls}, best of {args.repeat}")
+    print(f"stencil7 n={args.n} on {args.machine}, {acc:,} accesses, classify={cls}, "
+          f"best of {args.repeat}")  # fmt: skip
     for name, *_ in cases:
         t = best[name]
         print(f"  {name:22s} {t:7.3f} s  {acc / t / 1e6:6.1f} M acc/s  x{t / base:5.2f} of plain"

@@ -15,7 +15,7 @@ from helpers import assert_cli_bad as assert_bad
 from helpers import lvl, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive import NaiveMultiCore
+from naive import NaiveMultiCore, NaiveMultiCorePolicies
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, LevelConfig, SimResult, hierarchy, simulate_arrays
@@ -245,11 +245,9 @@ def test_static_schedule_units():
 def test_refusals():
     with pytest.raises(HroofError, match="no outer loop"):
         simulate_kernel("spmv", "teaching", cores=2)
-    with pytest.raises(HroofError, match="NINE"):
-        h = HierarchyConfig(
-            (LevelConfig("L1", 256, 2), LevelConfig("L2", 1024, 2, inclusion="victim"))
-        )
-        MultiSimulator(h, 2)
+    # Policies and prefetchers run on several cores (no refusal since issue 17).
+    h = HierarchyConfig((LevelConfig("L1", 256, 2), LevelConfig("L2", 1024, 2, inclusion="victim")))
+    assert MultiSimulator(h, 2).first_shared == 1
     with pytest.raises(HroofError, match="sample"):
         simulate_kernel("triad", "teaching", n=64, cores=2, sample_sets=4)
     with pytest.raises(HroofError, match="cores must be a positive integer"):
@@ -346,3 +344,259 @@ def test_time_steps_keep_their_barrier_against_the_naive_twin(cores, grain):
         m.run_step(streams, grain)
     m.flush()
     _compare(fast, m.result())
+
+
+# ------------------------------------------------- inclusion policies and prefetchers (issue 17)
+POLICIES = ("nine", "exclusive", "victim", "inclusive")
+PREFETCHERS = ("none", "next-line", "adjacent", "stride")
+_POLICY_KEYS = ("victims", "victims_in", "back_invalidations")
+_PF_KEYS = ("prefetches_issued", "prefetches_filled", "prefetches_useful",
+            "prefetches_useless", "prefetch_lookups", "prefetch_misses")  # fmt: skip
+
+
+def _naive_policies(levels, streams, cores, grain, first_shared, *, flush=True, classify=True):
+    m = NaiveMultiCorePolicies(levels, cores, first_shared)
+    m.run_step([list(zip(*s, strict=True)) for s in streams], grain)
+    if flush:
+        m.flush()
+    return m.result(classify=classify)
+
+
+def _compare_policies(fast, naive):
+    """:func:`_compare`, with the policies' and prefetchers' counters too."""
+    d = fast.to_dict()
+    assert d["core"] == naive["core"]
+    for got, want in zip(d["levels"], naive["levels"], strict=True):
+        assert set(want) <= set(got), set(want) - set(got)
+        for key, value in want.items():
+            assert got[key] == value, (got["name"], key, got[key], value)
+    for key, value in naive["memory"].items():
+        assert d["memory"][key] == value, key
+    for pc, want in zip(d["per_core"], naive["per_core"], strict=True):
+        for got_lv, want_lv in zip(pc["private"], want["private"], strict=True):
+            keys = ["lookups", "hits", "misses", "write_allocate_fills", "writebacks_in",
+                    "writebacks", "invalidations"]  # fmt: skip
+            keys += [k for k in (*_POLICY_KEYS, *_PF_KEYS) if k in want_lv]
+            if want_lv["misses_by_class"] is not None:
+                keys.append("misses_by_class")
+            for key in keys:
+                assert got_lv[key] == want_lv[key], (pc["core"], got_lv["name"], key)
+        for got_lv in pc["shared"]:
+            for key, value in want["shared"][got_lv["name"]].items():
+                if key in _POLICY_KEYS and key not in got_lv:
+                    assert value == 0
+                    continue
+                assert got_lv[key] == value, (pc["core"], got_lv["name"], key)
+
+
+def _multi(levels, streams, cores, grain, *, flush=True, cut=None, classify=True):
+    """:func:`_fast` with ``classify``; returns the simulator too."""
+    sim = MultiSimulator(_levels(levels), cores, grain=grain, classify=classify)
+    chunks = []
+    for addr, size, kind in streams:
+        bounds = sorted({min(b, len(addr)) for b in [0, *(cut or []), len(addr)]})
+        chunks.append([(addr[a:b], size[a:b], kind[a:b]) for a, b in itertools.pairwise(bounds)])
+    sim.run_step(chunks)
+    return sim, sim.finish(flush=flush)
+
+
+EXCL2 = [lvl("L1", 1, 1), {**lvl("L2", 1, 2), "inclusion": "exclusive"}]
+INCL2 = [lvl("L1", 1, 1), {**lvl("L2", 1, 2), "inclusion": "inclusive"}]
+
+
+def test_hand_exclusive_shared_level_takes_every_cores_victims():
+    # Private L1s of one line, a shared exclusive L2 of one set x 2 ways; grain 1:
+    # c0 A, c1 C, c0 B, c1 A.
+    # c0 A: L1 miss, L2 miss (an exclusive level keeps no fill).     L1_0 [A]  L2 []
+    # c1 C: the same.                                                L1_1 [C]  L2 []
+    # c0 B: misses; L1_0 evicts A (clean): a victim into the L2.     L1_0 [B]  L2 [A]
+    # c1 A: L1_1 miss, L2 hit: A moves up to core 1's L1 and leaves the L2; L1_1 evicts C
+    #       (clean) into the L2.                                     L1_1 [A]  L2 [C]
+    streams = [_trace([(A, 0), (B, 0)]), _trace([(C, 0), (A, 0)])]
+    sim, r = _multi(EXCL2, streams, 2, 1, flush=False)
+    assert sim.held(0, 0) == [[(1, False)]] and sim.held(0, 1) == [[(0, False)]]
+    assert sim.held(1) == [[(2, False)]]
+    l1, l2 = r.levels
+    assert (l1.misses, l1.victims) == (4, 2)
+    assert (l2.lookups, l2.hits, l2.misses, l2.victims_in) == (4, 1, 3, 2)
+    assert r.memory.bytes_read == 3 * 64
+    sh = [c["shared"][0] for c in r.per_core]
+    assert [(s["lookups"], s["misses"], s["victims_in"]) for s in sh] == [(2, 2, 1), (2, 1, 1)]
+    assert [c["private"][0]["victims"] for c in r.per_core] == [1, 1]
+    _compare_policies(r, _naive_policies(EXCL2, streams, 2, 1, 1, flush=False))
+
+
+def test_hand_inclusive_shared_level_back_invalidates_every_core():
+    # Private L1s of one line, a shared inclusive L2 of one set x 2 ways; grain 1:
+    # c0 stores A, c1 loads A, c0 stores B, c1 loads C.
+    # c0 st A: RFO misses in L1_0 and the L2.                        L1_0 [A*] L2 [A]
+    # c1 ld A: L1_1 miss, L2 hit.                                    L1_1 [A]  L2 [A]
+    # c0 st B: misses; the L2 inserts B [B A]; L1_0 evicts A* (written back into the L2,
+    #          a hit: dirty, MRU).                                   L1_0 [B*] L2 [A* B]
+    # c1 ld C: misses; the L2 evicts B: first drops every core's copy: core 0's L1 holds
+    #          B* (a back-invalidation of core 0; its data carried down: a writeback from
+    #          L1_0 into the L2), core 1's none; B, now dirty, goes to memory. The L2
+    #          inserts C; L1_1 evicts A (clean).                     L1_0 []   L1_1 [C]
+    #                                                                L2 [C A*]
+    streams = [_trace([(A, 1), (B, 1)]), _trace([(A, 0), (C, 0)])]
+    sim, r = _multi(INCL2, streams, 2, 1, flush=False)
+    assert sim.held(0, 0) == [[]] and sim.held(0, 1) == [[(2, False)]]
+    assert sim.held(1) == [[(2, False), (0, True)]]
+    l1, l2 = r.levels
+    assert (l1.back_invalidations, l1.writebacks) == (1, 2)
+    assert (l2.lookups, l2.misses, l2.writebacks_in, l2.writebacks) == (4, 3, 2, 1)
+    assert (r.memory.bytes_read, r.memory.bytes_written) == (3 * 64, 64)
+    p0, p1 = (c["private"][0] for c in r.per_core)
+    assert (p0["back_invalidations"], p0["writebacks"]) == (1, 2)
+    assert (p1["back_invalidations"], p1["writebacks"]) == (0, 0)
+    # The L2's eviction happened in core 1's turn: its share has the carried writeback.
+    s0, s1 = (c["shared"][0] for c in r.per_core)
+    assert (s0["writebacks_in"], s1["writebacks_in"], s1["writebacks"]) == (1, 1, 1)
+    _compare_policies(r, _naive_policies(INCL2, streams, 2, 1, 1, flush=False))
+    # The flush writes A back from the L2: 2 lines written in all.
+    _, r = _multi(INCL2, streams, 2, 1)
+    assert r.memory.bytes_written == 2 * 64
+    _compare_policies(r, _naive_policies(INCL2, streams, 2, 1, 1))
+
+
+def _strided(rng, stream):
+    """``stream`` after a run of loads with a random stride of 1 to 3 lines."""
+    m = int(rng.integers(8, 30))
+    addr = int(rng.integers(0, 20)) * 64 + 64 * int(rng.integers(1, 4)) * np.arange(m)
+    return tuple(np.concatenate([x, y]).astype(y.dtype) for x, y in
+                 zip((addr, np.full(m, 8), np.zeros(m)), stream, strict=True))  # fmt: skip
+
+
+def _policy_levels(policy, prefetch, where):
+    """Three levels: ``where`` says which level gets ``policy`` and ``prefetch`` (the
+    shared L3, the private L2, or both)."""
+    l1, l2, l3 = lvl("L1", 2, 2), lvl("L2", 2, 4), lvl("L3", 4, 4)
+    if where in ("shared", "both"):
+        l3 |= {"inclusion": policy, "prefetch": prefetch}
+    if where in ("private", "both"):
+        l2 |= {"inclusion": policy, "prefetch": prefetch}
+    return [l1, l2, l3]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("prefetch", PREFETCHERS)
+def test_p1_policies_are_the_single_core_simulator_bit_for_bit(policy, prefetch):
+    if policy == "nine" and prefetch == "none":
+        return  # the plain path: test_p1_is_the_single_core_simulator_bit_for_bit
+    rng = np.random.default_rng(11)
+    addr, size, kind = random_trace(rng, 2500, lines=80, p=[0.55, 0.35, 0.10])
+    for where in ("shared", "both"):
+        h = _policy_levels(policy, prefetch, where)
+        h[0]["prefetch"] = prefetch if where == "both" else "none"
+        for classify in (True, False):
+            want = simulate_arrays(_levels(h), addr, size, kind, classify=classify).to_dict()
+            want.pop("timing")
+            for grain, cut in ((1, [5, 900]), (4096, [])):
+                _, got = _multi(h, [(addr, size, kind)], 1, grain, cut=cut, classify=classify)
+                got = got.to_dict()
+                for key in ("timing", "cores", "grain", "shared_levels", "per_core"):
+                    got.pop(key)
+                assert got == want, (where, classify, grain)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("prefetch", PREFETCHERS)
+def test_random_policies_equal_the_naive_twin(policy, prefetch):
+    if policy == "nine" and prefetch == "none":
+        return  # the plain path: test_random_traces_equal_the_naive_twin
+    rng = np.random.default_rng(hash((policy, prefetch)) % 2**32)
+    for trial in range(6):
+        where = ("shared", "private", "both")[trial % 3]
+        levels = _policy_levels(policy, prefetch, where)
+        if trial % 2:
+            levels[0]["prefetch"] = prefetch  # a private L1 prefetcher too
+        if trial == 4:
+            levels[1]["shared"] = levels[2]["shared"] = True  # L2 and L3 shared
+        if trial == 5:
+            levels[0]["write_allocate"] = False  # stores forwarded into the policies below
+        h = _levels(levels)
+        cores = int(rng.integers(2, 4))
+        first = h.first_shared(cores)
+        grain = int(rng.integers(1, 7))
+        classify = bool(trial % 3 != 2)
+        streams = [random_trace(rng, int(rng.integers(20, 120)), lines=40, p=[0.5, 0.4, 0.1])
+                   for _ in range(cores)]  # fmt: skip
+        if prefetch == "stride":  # strided runs, so that the stride streams confirm
+            streams = [_strided(rng, s) for s in streams]
+        plain = [{k: v for k, v in lv.items() if k != "shared"} for lv in levels]
+        want = _naive_policies(plain, streams, cores, grain, first, classify=classify)
+        for cut in ([], sorted(rng.integers(0, 60, size=3).tolist())):
+            _, fast = _multi(levels, streams, cores, grain, cut=cut, classify=classify)
+            _compare_policies(fast, want)
+
+
+def test_policies_steady_state_and_chunking_on_a_kernel():
+    # The skylake-sp hierarchy's shape (exclusive shared L3, an adjacent-line L2 prefetcher)
+    # at a tiny scale: the kernel's threads, warm-up and chunking against the twin.
+    levels = [lvl("L1", 2, 2), {**lvl("L2", 4, 4), "prefetch": "adjacent"},
+              {**lvl("L3", 8, 4), "inclusion": "exclusive"}]  # fmt: skip
+    docs = []
+    for chunk in (37, 1 << 20):
+        r = simulate_kernel("stencil7", _levels(levels), n=6, sweeps=2, warmup=1, cores=3,
+                            grain=16, chunk_size=chunk)  # fmt: skip
+        d = r.to_dict()
+        d.pop("timing")
+        docs.append(d)
+    assert docs[0] == docs[1]
+    plan = plan_kernel("stencil7", n=6, sweeps=2)  # the twin counts every step
+    fast = simulate_kernel(plan, _levels(levels), cores=2, grain=16, chunk_size=50)
+    m = NaiveMultiCorePolicies(levels, 2, 2)
+    for step in range(plan.steps):
+        streams = []
+        for a, b in plan.thread_ranges(2, step):
+            accesses = []
+            for addr, size, kind in plan.chunks(reuse=False, start=a, stop=b):
+                accesses += list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+            streams.append(accesses)
+        m.run_step(streams, 16)
+    m.flush()
+    _compare_policies(fast, m.result())
+
+
+def test_cli_default_machine_runs_several_cores(capsys):
+    # The default machine (skylake-sp: exclusive shared L3) was refused before issue 17.
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=64", "cores=2", "--json", "-q")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["cores"] == 2 and d["shared_levels"] == ["L3"]
+    l2 = [c["private"][1] for c in d["per_core"]]
+    assert sum(p["victims"] for p in l2) == d["levels"][1]["victims"] > 0
+    assert sum(c["shared"][0]["victims_in"] for c in d["per_core"]) == d["levels"][2]["victims_in"]
+    code, out, err = run_cli(capsys, "simulate", "stencil7", "n=12", "cores=2", "--model",
+                             "nine", "--json", "-q")  # fmt: skip
+    assert code == 0, err
+    assert "victims" not in json.loads(out)["per_core"][0]["private"][1]
+    # An inclusive shared L3 on 3 cores: back-invalidations counted per core.
+    levels = [lvl("L1", 8, 2), lvl("L2", 16, 4), {**lvl("L3", 32, 4), "inclusion": "inclusive"}]
+    r = simulate_kernel("stencil7", _levels(levels), n=16, cores=3).to_dict()
+    per = [p["back_invalidations"] for c in r["per_core"] for p in c["private"]]
+    assert sum(per) == sum(lv["back_invalidations"] for lv in r["levels"][:2]) > 0
+
+
+def test_p1_warm_up_reset_is_the_single_core_simulators():
+    from hroof.cachesim.simulator import Simulator
+
+    rng = np.random.default_rng(5)
+    levels = _policy_levels("exclusive", "next-line", "shared")
+    levels[1]["prefetch"] = "stride"
+    warm = random_trace(rng, 800, lines=60, p=[0.6, 0.3, 0.1])
+    main = random_trace(rng, 800, lines=60, p=[0.6, 0.3, 0.1])
+    one = Simulator(_levels(levels))
+    one.feed(*warm)
+    one.reset_counters()
+    one.feed(*main)
+    want = one.finish(flush=False).to_dict()
+    multi = MultiSimulator(_levels(levels), 1, grain=3)
+    multi.run_step([[warm]])
+    multi.reset_counters()
+    multi.run_step([[main]])
+    got = multi.finish(flush=False).to_dict()
+    for key in ("timing", "cores", "grain", "shared_levels", "per_core"):
+        got.pop(key)
+    want.pop("timing")
+    assert got == want

@@ -8,13 +8,18 @@ core's own stream: core 0's accesses ``0..G-1``, core 1's ``0..G-1``, ..., then
 core 0's ``G..2G-1``, ...; a core whose stream has ended is skipped. A time step
 ends when every core's stream has (the barrier of the time loop).
 
-The hierarchy must be NINE (every level ``inclusion = "nine"``): a NINE level's
-behaviour depends only on the events that reach it, so a core's grain runs
-through its private levels with the level passes of the single-core simulator,
-and the events that leave its last private level (misses, writebacks, NT
+On a plain hierarchy (every level NINE, no prefetcher) a level's behaviour
+depends only on the events that reach it, so a core's grain runs through its
+private levels with the level passes of the single-core simulator, and the
+events that leave its last private level (misses, writebacks, NT
 invalidations, in the order the recursive model makes them) go to the shared
-levels at once. That is exact, and nothing depends on how the streams are cut
-into chunks, only on the grain.
+levels at once. With an exclusive, victim or inclusive level or a prefetcher,
+each grain runs access by access through the core's private levels and the
+shared ones (:mod:`hroof.cachesim._multicore_kernels`): an exclusive or victim
+shared level takes every core's victims, an inclusive one's eviction drops the
+copies in every core's private levels, a private prefetcher acts per core and
+a shared one sees the merged stream. Both are exact, and nothing depends on
+how the streams are cut into chunks, only on the grain.
 
 >>> import numpy as np
 >>> from hroof.cachesim import hierarchy
@@ -37,6 +42,9 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
+from hroof.cachesim import _multicore_kernels as MK
+from hroof.cachesim import _policy_kernels as PK
+from hroof.cachesim import _prefetch_kernels as PFK
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import MISS_CLASSES, CoreCounts, SimResult
 from hroof.cachesim.simulator import (
@@ -61,6 +69,21 @@ _SHARED_FIELDS = (
     ("writebacks_in", K.C_WB_IN),
     ("writebacks", K.C_WB_OUT),
     ("invalidations", K.C_INVAL),
+)
+#: Counters of the inclusion policies, per core (with a level other than NINE).
+_POLICY_FIELDS = (
+    ("victims", K.C_VICT),
+    ("victims_in", K.C_VICT_IN),
+    ("back_invalidations", K.C_BINV),
+)
+#: Prefetch counters of each core's private levels (with a prefetcher).
+_PREFETCH_FIELDS = (
+    ("prefetches_issued", PFK.PC_ISSUED),
+    ("prefetches_filled", PFK.PC_FILLED),
+    ("prefetches_useful", PFK.PC_USEFUL),
+    ("prefetches_useless", PFK.PC_USELESS),
+    ("prefetch_lookups", PFK.PC_LOOKUPS),
+    ("prefetch_misses", PFK.PC_MISSES),
 )
 
 
@@ -122,14 +145,102 @@ def check_cores(cores, grain=GRAIN) -> tuple[int, int]:
     return int(cores), int(grain)
 
 
+class _Policies:
+    """The state of several cores on the access-by-access path
+    (:mod:`hroof.cachesim._multicore_kernels`): every core's private levels and the
+    shared ones in one set of arrays, as *virtual* levels (core 0's private levels,
+    core 1's, ..., then the shared levels once)."""
+
+    def __init__(self, hierarchy: HierarchyConfig, cores: int, s: int, classify: bool):
+        levels = hierarchy.levels
+        nlev = len(levels)
+        self.classify = classify
+        vlevels = [lv for _ in range(cores) for lv in levels[:s]] + list(levels[s:])
+        shared = cores * s + np.arange(nlev - s)
+        vlv = np.full((cores + 1, nlev), -1, dtype=np.int64)
+        for c in range(cores):
+            vlv[c, :s] = c * s + np.arange(s)
+            vlv[c, s:] = shared
+        vlv[cores, s:] = shared
+        slots = np.array([lv.ways * lv.sets for lv in vlevels], dtype=np.int64)
+        voff_v = np.concatenate(([0], np.cumsum(slots)[:-1])).astype(np.int64)
+        voff = np.where(vlv >= 0, voff_v[np.maximum(vlv, 0)], -1).astype(np.int64)
+        self.vlv = vlv
+        self.voff_v = voff_v
+        self.vlevels = vlevels
+        self.mc = MK.Cores(voff, vlv, np.array([cores, s], dtype=np.int64))
+        nsets = np.array([lv.sets for lv in levels], dtype=np.int64)
+        mask = np.array([n - 1 if n & (n - 1) == 0 else -1 for n in nsets.tolist()], np.int64)
+        self.geo = K.Geometry(
+            np.array([lv.ways for lv in levels], dtype=np.int64), nsets, voff[0].copy(), mask,
+            np.array([1 if lv.write_allocate else 0 for lv in levels], dtype=np.uint8),
+            hierarchy.line_bits, nlev,
+        )  # fmt: skip
+        self.st = K.State(
+            tags=np.full(int(slots.sum()), -1, dtype=np.int64),
+            ctr=np.zeros((cores + 1, nlev, K.NCTR), dtype=np.int64),
+            core=np.zeros(K.NCORE, dtype=np.int64),
+        )
+        # Flag bits by level: the cores' private flags are apart by their region key.
+        if classify:
+            self._fl = Simulator._new_flags(pages=64, pt_cap=256, nlevels=nlev)
+            self.sh = Simulator._new_shadow([lv.lines for lv in vlevels])
+        else:
+            self._fl = Simulator._new_flags(pages=1, pt_cap=2, nlevels=1)
+            self.sh = Simulator._new_shadow([1] * len(vlevels))
+        self.pf = PFK.new_prefetch(vlevels, hierarchy.line_bits)
+        self.pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in levels], dtype=np.int64)
+        self.act = np.zeros((2, nlev), dtype=np.int64)
+        self.fn = MK.CORES_PASS[classify]
+        self.entry = None
+        self.room = cores + 1  # flag pages one access may open (cores_pass)
+
+    def run(self, c: int, addr, shift: int, size, kind) -> None:
+        """Core ``c``'s accesses (each within one line) through the hierarchy."""
+        n = addr.shape[0]
+        i = 0
+        while i < n:
+            args = (c, addr, shift, size, kind, i, self.geo, self.st, self.mc, self._fl, self.sh,
+                    self.pol, self.pf, self.act[0], self.act[1])  # fmt: skip
+            if self.entry is None:
+                self.entry = _entry(self.fn, args)
+            i = self.entry(*args)
+            if i < n:
+                Simulator._grow_flags(self, self.room)  # grows ``self._fl``
+
+    def flush(self, cores: int, s: int) -> None:
+        """Core by core its private levels from L1 down, then the shared levels."""
+        args = (self.geo, self.st, self.mc, self._fl, self.sh, self.pol, self.pf, self.classify)
+        for c in range(cores):
+            for lvl in range(s):
+                MK.cores_flush(c, lvl, *args)
+        for lvl in range(s, self.geo.nlevels):
+            MK.cores_flush(cores, lvl, *args)
+
+    def pf_rows(self, lvl: int, cores: int, s: int) -> np.ndarray:
+        """The prefetch counters of a level: summed over the cores if it is private."""
+        rows = self.vlv[:cores, lvl] if lvl < s else self.vlv[:1, lvl]
+        return self.pf.ctr[rows].sum(axis=0)
+
+    def unused_at_end(self, lvl: int, cores: int, s: int) -> int:
+        """Lines still marked prefetched (never used) at level ``lvl``, every core's copy."""
+        lv = self.geo
+        total = 0
+        for v in set(self.vlv[:cores, lvl].tolist()):
+            off = int(self.voff_v[v])
+            block = self.st.tags[off : off + int(lv.ways[lvl] * lv.nsets[lvl])]
+            total += int(((block >= 0) & ((block & PFK.PF_BIT) != 0)).sum())
+        return total
+
+
 class MultiSimulator:
     """``cores`` copies of a hierarchy's private levels and one of its shared levels.
 
     Parameters
     ----------
     hierarchy : HierarchyConfig
-        Every level NINE. The shared levels are those marked ``shared`` or, if
-        none is, the last level (:meth:`HierarchyConfig.first_shared`).
+        Any inclusion policies and prefetchers. The shared levels are those marked
+        ``shared`` or, if none is, the last level (:meth:`HierarchyConfig.first_shared`).
     cores : int
         Number of cores (each with its own stream).
     grain : int
@@ -141,9 +252,10 @@ class MultiSimulator:
     Notes
     -----
     Cost: each core's accesses through its private levels as in the single-core
-    simulator, plus the shared levels' events, plus a few Python calls per grain
-    (so a small grain costs time: ``bench/RESULTS.md``). Memory: the private
-    levels' state once per core.
+    simulator (level by level on a plain hierarchy, else access by access), plus
+    the shared levels' events, plus a few Python calls per grain (so a small
+    grain costs time: ``bench/RESULTS.md``). Memory: the private levels' state
+    (and their shadows, prefetch tables and classification flags) once per core.
     """
 
     def __init__(
@@ -152,14 +264,6 @@ class MultiSimulator:
         if not isinstance(hierarchy, HierarchyConfig):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         cores, grain = check_cores(cores, grain)
-        if not hierarchy.plain:
-            odd = [f"{lv.name} {lv.inclusion}" for lv in hierarchy.levels if lv.inclusion != "nine"]
-            odd += [f"{lv.name} {lv.prefetch} prefetch" for lv in hierarchy.levels
-                    if lv.prefetch != "none"]  # fmt: skip
-            raise HroofError(
-                f"cores > 1 needs every level NINE without prefetcher; this machine has "
-                f"{', '.join(odd)} (run with --model nine)"
-            )
         self.hierarchy = hierarchy
         self.cores = cores
         self.grain = grain
@@ -167,6 +271,19 @@ class MultiSimulator:
         levels = hierarchy.levels
         self.nlev = len(levels)
         self.first_shared = s = hierarchy.first_shared(cores)
+        # The shared levels' result is built by a whole-hierarchy simulator (on the plain
+        # path its shared levels run there too, its private levels staying empty).
+        self._result_sim = Simulator(hierarchy, classify=classify)
+        self._core = np.zeros((cores, K.NCORE), dtype=np.int64)
+        self._pol = None if hierarchy.plain else _Policies(hierarchy, cores, s, self.classify)
+        if self._pol is None:
+            self._init_plain(hierarchy, cores, s, classify)
+        self._simulate_s = 0.0
+        self._finished = False
+
+    def _init_plain(self, hierarchy, cores, s, classify) -> None:
+        """Per-core simulators of the private levels; the shared ones in ``_result_sim``."""
+        levels = hierarchy.levels
         if s < self.nlev:
             # A core's own levels, then a one-line level that only makes its last
             # private level send its events down (it is never run).
@@ -176,19 +293,13 @@ class MultiSimulator:
             private = hierarchy
         self._sims = [Simulator(private, classify=classify) for _ in range(cores)]
         self._passes = [_Passes(sim) for sim in self._sims]
-        # The shared levels run in a whole-hierarchy simulator whose private levels stay
-        # empty; it also builds the result.
-        self._result_sim = Simulator(hierarchy, classify=classify)
         self._shared = self._result_sim if s < self.nlev else None
         self._shared_passes = _Passes(self._result_sim)
-        self._core = np.zeros((cores, K.NCORE), dtype=np.int64)
         # The shared levels' counters, one array per core: each core's events count into
         # its own (its share), the shared levels' own flush into the simulator's.
         sst = self._result_sim._st
         self._attr = [np.zeros_like(sst.ctr) for _ in range(cores)]
         self._core_st = [K.State(sst.tags, a, sst.core) for a in self._attr]
-        self._simulate_s = 0.0
-        self._finished = False
 
     # ------------------------------------------------------------ feeding
     def _run(self, c: int, lvl: int, src, shift, size, kind) -> None:
@@ -261,19 +372,42 @@ class MultiSimulator:
                     a, sz, k = addr[cut], size[cut], kind[cut]
                     if straddles:
                         a, sz, k = _split_lines(a, sz, k, lb)
-                    self._run(c, 0, a, lb, sz, k)
+                    if self._pol is None:
+                        self._run(c, 0, a, lb, sz, k)
+                    else:
+                        self._pol.run(c, a, lb, sz, k)
                     buf[4] = pos + take
                     need -= take
         self._simulate_s += time.perf_counter() - t_start - trace_s
         return trace_s
 
+    def held(self, level: int, core: int = 0) -> list[list[tuple[int, bool]]]:
+        """The lines core ``core``'s level ``level`` (index) holds, per set, most recently
+        used first, as ``(line, dirty)`` (a shared level: the same for every core)."""
+        cfg = self.hierarchy.levels[level]
+        if self._pol is not None:
+            tags, off = self._pol.st.tags, int(self._pol.mc.voff[core, level])
+        elif level < self.first_shared:
+            sim = self._sims[core]
+            tags, off = sim._st.tags, int(sim._geo.off[level])
+        else:
+            tags, off = self._result_sim._st.tags, int(self._result_sim._geo.off[level])
+        block = tags[off : off + cfg.sets * cfg.ways].reshape(cfg.sets, cfg.ways)
+        return [
+            [(int((t >> 1) & PFK.LINE_MASK), bool(t & 1)) for t in row if t >= 0] for row in block
+        ]
+
     def reset_counters(self) -> None:
         """Zero every counter, keep the caches (see :meth:`Simulator.reset_counters`)."""
+        self._core[:] = 0
+        if self._pol is not None:
+            self._pol.st.ctr[:] = 0
+            self._pol.pf.ctr[:] = 0
+            return
         for sim in self._sims:
             sim.reset_counters()
         if self._shared is not None:
             self._shared.reset_counters()
-        self._core[:] = 0
         for a in self._attr:
             a[:] = 0
 
@@ -281,6 +415,9 @@ class MultiSimulator:
         """Core by core, its private levels from L1 down (what they write back goes on
         down through the shared levels at once); then the shared levels from the top."""
         s = self.first_shared
+        if self._pol is not None:
+            self._pol.flush(self.cores, s)
+            return
         for c, sim in enumerate(self._sims):
             for lvl in range(s):
                 emit = lvl < len(sim._out)
@@ -325,15 +462,31 @@ class MultiSimulator:
         self._finished = True
         s = self.first_shared
         ctr = np.zeros((self.nlev, K.NCTR), dtype=np.int64)
-        for sim in self._sims:
-            ctr[:s] += sim._st.ctr[:s]
-        if self._shared is not None:
-            ctr[s:] = self._shared._st.ctr[s:] + sum(a[s:] for a in self._attr)
+        pol = self._pol
+        if pol is not None:
+            ctr[:s] = pol.st.ctr[: self.cores, :s].sum(axis=0)
+            ctr[s:] = pol.st.ctr[:, s:].sum(axis=0)
+            # The result's prefetch counters: a private level's summed over the cores.
+            pf = self._result_sim._pf
+            for lvl in range(self.nlev):
+                pf.ctr[lvl] = pol.pf_rows(lvl, self.cores, s)
+        else:
+            for sim in self._sims:
+                ctr[:s] += sim._st.ctr[:s]
+            if self._shared is not None:
+                ctr[s:] = self._shared._st.ctr[s:] + sum(a[s:] for a in self._attr)
         res = self._result_sim._result(
             flush=flush, flops=None if flops is None else int(flops), source=source or {},
             trace_s=trace_s, ctr=ctr, core=self._core.sum(axis=0),
             simulate_s=self._simulate_s,
         )  # fmt: skip
+        if pol is not None and self.hierarchy.prefetching:
+            # The result simulator's caches are empty: count every core's copies.
+            levels = tuple(
+                replace(lv, prefetches_unused_at_end=pol.unused_at_end(i, self.cores, s))
+                for i, lv in enumerate(res.levels)
+            )
+            res = replace(res, levels=levels)
         return replace(
             res,
             cores=self.cores,
@@ -345,11 +498,13 @@ class MultiSimulator:
     def _per_core(self, c: int) -> dict:
         """Core ``c``'s counts: what it issued, its private levels, its share of the
         shared levels' counters (the events its stream and its flush caused there)."""
-        sim = self._sims[c]
+        pol = self._pol
+        s = self.first_shared
+        policies = any(lv.inclusion != "nine" for lv in self.hierarchy.levels)
         core = CoreCounts(*(int(x) for x in self._core[c]))
         private = []
-        for i, lv in enumerate(self.hierarchy.levels[: self.first_shared]):
-            row = sim._st.ctr[i]
+        for i, lv in enumerate(self.hierarchy.levels[:s]):
+            row = self._sims[c]._st.ctr[i] if pol is None else pol.st.ctr[c, i]
             d = {
                 "name": lv.name,
                 "lookups": int(row[K.C_LOOKUPS]),
@@ -364,12 +519,19 @@ class MultiSimulator:
                 d["misses_by_class"] = {
                     name: int(row[K.C_COMP + j]) for j, name in enumerate(MISS_CLASSES)
                 }
+            if policies:
+                d |= {f: int(row[k]) for f, k in _POLICY_FIELDS}
+            if self.hierarchy.prefetching:
+                prow = pol.pf.ctr[pol.vlv[c, i]]
+                d |= {f: int(prow[k]) for f, k in _PREFETCH_FIELDS}
             private.append(d)
         shared = []
-        for j, lv in enumerate(self.hierarchy.levels[self.first_shared :]):
-            row = self._attr[c][self.first_shared + j]
+        for j, lv in enumerate(self.hierarchy.levels[s:]):
+            row = self._attr[c][s + j] if pol is None else pol.st.ctr[c, s + j]
             d = {"name": lv.name, **{f: int(row[k]) for f, k in _SHARED_FIELDS}}
             d["hits"] = d["lookups"] - d["misses"]
+            if policies:
+                d |= {f: int(row[k]) for f, k in _POLICY_FIELDS}
             shared.append(d)
         return {"core": c, "issued": core.to_dict(), "private": private, "shared": shared}
 

@@ -118,7 +118,11 @@ def _simulate_threads(plan: Plan, machine: HierarchyConfig, *, cores, grain, cla
     from hroof.cachesim.multicore import simulate_cores
 
     if sample_sets != 1:
-        raise HroofError("set sampling (--sample-sets) does not combine with cores > 1")
+        raise HroofError(
+            "set sampling (--sample-sets) does not combine with cores > 1 (not implemented: "
+            "the grains count every access of a core's stream, so each stream would have to "
+            "be cut into grains before the sample drops the other sets' accesses)"
+        )
     if threads != 1:
         raise HroofError("threads=2 (the pipelined levels) does not combine with cores > 1")
     plan.thread_ranges(cores, 0)  # a kernel without an outer loop to split says so here
