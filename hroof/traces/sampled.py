@@ -37,8 +37,8 @@ from numba import njit
 
 from hroof._base.jit import GEN
 
-#: Largest phase table (entries) a sampled generator builds; beyond it (a huge K) the
-#: kernel falls back to the sampler's generic filter.
+#: Largest phase table (phases x streams) a sampled generator builds; beyond it (a huge
+#: K) the kernel falls back to the sampler's generic filter.
 MAX_PHASES = 1 << 20
 
 #: The core's counters, as the sampler's chunk scan returns them: loads, stores,
@@ -97,18 +97,27 @@ def phase_tables(deltas: np.ndarray, rho: np.ndarray, elem: int, filt: SetFilter
 
 def row_filter_args(deltas, kinds, rho, elem: int, filt: SetFilter) -> tuple | None:
     """The arguments of :func:`_emit_run` for ``filt``, or None when the fast path
-    does not apply (an element that does not divide a line, or a table too large)."""
+    does not apply (an element that does not divide a line, or a table too large).
+
+    Besides the tables of :func:`phase_tables`, each phase gets the list of its
+    streams with a kept piece (``order[par, f, :count[par, f]]``), so that the
+    emitter loops over those only.
+    """
     line = 1 << filt.line_bits
-    if elem > line or line % elem or (filt.k << filt.line_bits) // elem > MAX_PHASES:
-        return None
-    if deltas.shape[1] > 62:
+    phases = (filt.k << filt.line_bits) // elem
+    s = deltas.shape[1]
+    if elem > line or line % elem or phases * max(s, 8) > MAX_PHASES or s > 62:
         return None
     deltas = np.ascontiguousarray(deltas, dtype=np.int64)
     masks, skips = phase_tables(deltas, np.asarray(rho, np.int64), elem, filt)
+    bits = (masks[:, :, None] >> np.arange(s)) & 1
+    count = bits.sum(axis=2)
+    # the streams of each phase, in program order, first
+    order = np.argsort(1 - bits, axis=2, kind="stable").astype(np.uint8)
     k, m = filt.k, filt.m
     kbits = k.bit_length() - 1 if (k & (k - 1)) == 0 and (m & (m - 1)) == 0 else -1
-    return (filt.line_bits, k, filt.residue, m, deltas, np.asarray(kinds, np.uint8), masks,
-            skips, kbits)  # fmt: skip
+    return (filt.line_bits, k, filt.residue, m, deltas, np.asarray(kinds, np.uint8), count,
+            skips, kbits, order)  # fmt: skip
 
 
 @njit(**GEN)
@@ -127,19 +136,19 @@ def _emit_run(b0, cnt, e, par, fargs, addr, size, kind, group, n):
     point), in program order, from ``addr[n]`` on while the buffers have room for a
     whole point. Returns ``(n, points done)``.
 
-    A stream in a phase's mask has a kept piece: an access within one line is
+    A phase's listed streams have a kept piece: an access within one line is
     written untested; the two pieces of one that straddles are tested each.
     """
-    lb, k, r, m, deltas, kinds, masks, skips, kbits = fargs
+    lb, k, r, m, deltas, kinds, count, skips, kbits, order = fargs
     s = deltas.shape[1]
-    p = masks.shape[1]
+    p = count.shape[1]
     cap = addr.shape[0]
     q = k << lb
     phi = (b0 % q) // e
     i = 0
     while i < cnt:
-        msk = masks[par, phi]
-        if msk == 0:
+        c = count[par, phi]
+        if c == 0:
             d = skips[par, phi]
             i += d
             phi += d
@@ -149,34 +158,31 @@ def _emit_run(b0, cnt, e, par, fargs, addr, size, kind, group, n):
         if n + 2 * s > cap:
             return n, i
         a0 = b0 + i * e
-        t = 0
-        while msk:
-            if msk & 1:
-                a = a0 + deltas[par, t]
-                l1 = a >> lb
-                l2 = (a + e - 1) >> lb
-                if l1 == l2:
+        for u in range(c):
+            t = order[par, phi, u]
+            a = a0 + deltas[par, t]
+            l1 = a >> lb
+            l2 = (a + e - 1) >> lb
+            if l1 == l2:
+                addr[n] = a
+                size[n] = e
+                kind[n] = kinds[t]
+                group[n] = _group(l1, k, m, kbits)
+                n += 1
+            else:  # straddles: one piece per line, in address order
+                b = l2 << lb
+                if l1 % k == r:
                     addr[n] = a
-                    size[n] = e
+                    size[n] = b - a
                     kind[n] = kinds[t]
                     group[n] = _group(l1, k, m, kbits)
                     n += 1
-                else:  # straddles: one piece per line, in address order
-                    b = l2 << lb
-                    if l1 % k == r:
-                        addr[n] = a
-                        size[n] = b - a
-                        kind[n] = kinds[t]
-                        group[n] = _group(l1, k, m, kbits)
-                        n += 1
-                    if l2 % k == r:
-                        addr[n] = b
-                        size[n] = a + e - b
-                        kind[n] = kinds[t]
-                        group[n] = _group(l2, k, m, kbits)
-                        n += 1
-            msk >>= 1
-            t += 1
+                if l2 % k == r:
+                    addr[n] = b
+                    size[n] = a + e - b
+                    kind[n] = kinds[t]
+                    group[n] = _group(l2, k, m, kbits)
+                    n += 1
         i += 1
         phi += 1
         if phi == p:
