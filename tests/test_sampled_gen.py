@@ -207,3 +207,18 @@ def test_simulate_kernel_takes_the_fast_path_and_falls_back():
                         classify=False)  # fmt: skip
     assert s.sampling["k"] == 4 and s.timing["check_s"] > 0.0
     assert plan_kernel("spmv", matrix="poisson3d", n=8).sampled is None
+
+
+def test_progress_covers_every_access_and_two_threads_agree():
+    """The fast path reports every access of the full trace to ``progress`` (warm-up
+    included), and the pipelined levels (threads=2) give the one-thread result."""
+    h = levels([(8, 2, True), (16, 2, True), (32, 4, True)])
+    plan = plan_kernel("stencil7", n=12, warmup=1)
+    seen = []
+    one = simulate_kernel(plan, h, sample_sets=4, classify=False, progress=seen.append)
+    assert sum(seen) == plan.accesses
+    two = simulate_kernel(plan, h, sample_sets=4, classify=False, threads=2)
+    d1, d2 = strip(one), strip(two)
+    d1["options"].pop("threads")
+    d2["options"].pop("threads")
+    assert d1 == d2
