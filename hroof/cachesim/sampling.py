@@ -30,6 +30,13 @@ split is an estimate (of the stack distances of the sampled lines); the
 compulsory misses, and every count without classification, are exact for
 the sampled sets.
 
+A kernel plan with a set-sampled generator (the stencils and the STREAM
+kernels, :mod:`hroof.traces.sampled`) is simulated by
+:func:`simulate_plan_sampled`: the generator writes only the kept pieces, with
+their groups, the per-class counts and the core's counters
+(:meth:`SampledSimulator.feed_kept`), and the result is :meth:`SampledSimulator.feed`'s
+of the full trace, bit for bit.
+
 >>> import numpy as np
 >>> from hroof.cachesim import hierarchy
 >>> h = hierarchy({"name": "L1", "size": 4096, "ways": 2, "line": 64})
