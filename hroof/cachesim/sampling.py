@@ -30,6 +30,13 @@ split is an estimate (of the stack distances of the sampled lines); the
 compulsory misses, and every count without classification, are exact for
 the sampled sets.
 
+A kernel plan with a set-sampled generator (the stencils and the STREAM
+kernels, :mod:`hroof.traces.sampled`) is simulated by
+:func:`simulate_plan_sampled`: the generator writes only the kept pieces, with
+their groups, the per-class counts and the core's counters
+(:meth:`SampledSimulator.feed_kept`), and the result is :meth:`SampledSimulator.feed`'s
+of the full trace, bit for bit.
+
 >>> import numpy as np
 >>> from hroof.cachesim import hierarchy
 >>> h = hierarchy({"name": "L1", "size": 4096, "ways": 2, "line": 64})
@@ -55,6 +62,7 @@ from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig
 from hroof.cachesim.result import SimResult
 from hroof.cachesim.simulator import Simulator
+from hroof.traces.sampled import SetFilter, sampled_chunks
 
 #: Sub-classes the sample is split into for the error estimate (fewer if G / K is smaller).
 DEFAULT_GROUPS = 8
@@ -182,7 +190,27 @@ class SampledSimulator:
         )
         counts = counts.reshape(4, self._m).sum(axis=0)
         self._per_class += counts
-        a, s, k, grp = (x[:kept] for x in self._buf)
+        self._scatter(*(x[:kept] for x in self._buf), counts, t0)
+
+    def feed_kept(self, addr, size, kind, group, per_class, core) -> None:
+        """Simulate the kept pieces a set-sampled generator wrote
+        (:func:`hroof.traces.sampled.sampled_chunks`, for :attr:`filter`): each within one
+        sampled line, in program order, with its group; ``per_class`` the pieces of every
+        line class modulo ``k * groups`` and ``core`` the core's counters of the full
+        accesses they come from. The same as :meth:`feed` of the full chunk."""
+        t0 = time.perf_counter()
+        self._core += core
+        self._per_class += per_class
+        self._scatter(addr, size, kind, group, per_class, t0)
+
+    @property
+    def filter(self) -> SetFilter:
+        """What this simulation keeps, for a set-sampled generator."""
+        return SetFilter(self.hierarchy.line_bits, self._m, self.k, self.residue)
+
+    def _scatter(self, a, s, k, grp, counts, t0) -> None:
+        """Feed kept accesses (``counts``: pieces per class) to their groups' simulators."""
+        kept = a.shape[0]
         if self.groups > 1 and kept:
             sizes = counts[self.residue :: self.k]  # kept accesses per group
             ends = np.cumsum(sizes)
@@ -312,3 +340,49 @@ def simulate_sampled(
         sim.reset_counters()
     trace_s += feed_all(sim, chunks, progress, trusted)
     return sim.finish(flush=flush, flops=flops, source=source, trace_s=trace_s, generated=generated)
+
+
+def simulate_plan_sampled(
+    hierarchy: HierarchyConfig,
+    plan,
+    *,
+    k: int,
+    residue: int = 0,
+    groups: int | None = None,
+    classify: bool = True,
+    flush: bool = True,
+    progress: Callable[[int], None] | None = None,
+    threads: int = 1,
+    chunk_size: int = 1 << 20,
+) -> SimResult | None:
+    """A kernel's plan (:class:`hroof.traces.Plan`) on 1/k of the sets, its generator
+    writing only the sampled lines' pieces (:mod:`hroof.traces.sampled`); the same
+    result as :func:`simulate_sampled` of its full trace (steady plans: the warm-up
+    simulated, not counted, and no flush). None when the plan has no set-sampled
+    generator (the caller then filters the full trace)."""
+    sim = SampledSimulator(
+        hierarchy, k, residue=residue, groups=groups, classify=classify, threads=threads
+    )
+    limit = 1 << SK.addr_limit_bits(hierarchy.line_bits)
+    parts = [(0, plan.warmup), (plan.warmup, None)] if plan.steady else [(0, None)]
+    sources = [sampled_chunks(plan, sim.filter, chunk_size, start=a, stop=b, limit=limit)
+               for a, b in parts]  # fmt: skip
+    if sources[0] is None:
+        return None
+    trace_s = 0.0
+    for i, chunks in enumerate(sources):
+        if i:
+            sim.reset_counters()
+        it = iter(chunks)
+        while True:
+            t0 = time.perf_counter()
+            item = next(it, None)
+            trace_s += time.perf_counter() - t0
+            if item is None:
+                break
+            *kept, accesses = item
+            sim.feed_kept(*kept)
+            if progress is not None:
+                progress(accesses)
+    return sim.finish(flush=flush and not plan.steady, flops=plan.flops, source=plan.source(),
+                      trace_s=trace_s, generated=True)  # fmt: skip

@@ -61,6 +61,15 @@ def simulate_kernel(
             threads=threads, sample_sets=sample_sets, chunk_size=chunk_size, progress=progress,
         )  # fmt: skip
     steady = plan.steady
+    if sample_sets != 1 and own_generator(plan):
+        from hroof.cachesim.sampling import parse_sample, simulate_plan_sampled
+
+        result = simulate_plan_sampled(
+            machine, plan, k=parse_sample(sample_sets), classify=classify, flush=flush,
+            progress=progress, threads=threads, chunk_size=chunk_size,
+        )  # fmt: skip
+        if result is not None:  # else: the plan's full trace, filtered
+            return result
     return simulate(
         machine,
         plan.chunks(chunk_size, start=plan.warmup) if steady else plan.chunks(chunk_size),

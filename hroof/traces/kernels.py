@@ -227,6 +227,10 @@ class Plan:
         ``u`` of the outer loop starts, for ``u`` in ``0..outer_units``
         (``outer_start(outer_units)`` is the step's length). A unit's
         iterations are contiguous in program order.
+    sampled : callable or None
+        ``sampled(filt)``: the kernel's set-sampled generator for a
+        :class:`~hroof.traces.sampled.SetFilter`, ``(gen, args, fargs)`` or None
+        (:mod:`hroof.traces.sampled`); None: set sampling filters the full trace.
     """
 
     arrays: tuple[Array, ...]
@@ -246,6 +250,7 @@ class Plan:
     warmup_sweeps: int = 0
     outer_units: int = 0
     outer_start: Callable[[int], int] | None = None
+    sampled: Callable | None = None
 
     @property
     def steady(self) -> bool:

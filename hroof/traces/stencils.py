@@ -80,27 +80,16 @@ from hroof.traces.kernels import (
     layout_params,
     register_kernel,
 )
+from hroof.traces.sampled import SetFilter, _count_streams, _emit_run, row_filter_args
 
 
 @njit(**GEN)
-def _stencil_gen(pos, stop, addr, size, kind, args):
-    """Whole points of a (blocked) stencil sweep: the loads of ``old``, then the store.
-
-    ``pos`` counts points over all sweeps in program order. It is decoded once
-    into (sweep, block, k, j, i); the loop then steps the counters, writing a
-    row segment at a time.
-    """
-    offs, a_base, b_base, elem, origin, js, ks, nx, ny, nz, bj, bk = args
-    nl = offs.shape[0]
-    per = nl + 1
-    cap = addr.shape[0]
+def _decode(pos, nx, ny, nz, bj, bk):
+    """Point ``pos`` (over all sweeps, program order) as ``(sweep, i, j, k, jj, kk,
+    j_end, k_end)``: 0-based interior coordinates, the block's first row and plane
+    and its ends."""
     plane = nx * ny
     points = plane * nz
-    n = 0
-    if pos >= stop or n + per > cap:
-        return n, pos
-
-    # Decode pos (all coordinates 0-based here, interior only).
     sweep = pos // points
     r = pos - sweep * points
     kb = r // (bk * plane)
@@ -115,10 +104,50 @@ def _stencil_gen(pos, stop, addr, size, kind, args):
     r -= kl * hj * nx
     jl = r // nx
     i = r - jl * nx
-    k = kk + kl
-    j = jj + jl
-    k_end = kk + hk
-    j_end = jj + hj
+    return sweep, i, jj + jl, kk + kl, jj, kk, jj + hj, kk + hk
+
+
+@njit(**GEN)
+def _next_row(j, k, jj, kk, j_end, k_end, ny, nz, bj, bk):
+    """The row after ``(j, k)``: of this block, of the next block, or of the next sweep
+    (then ``swap`` is True). Returns ``(j, k, jj, kk, j_end, k_end, swap)``."""
+    swap = False
+    j += 1
+    if j == j_end:
+        j = jj
+        k += 1
+        if k == k_end:
+            k = kk
+            jj += bj
+            if jj >= ny:
+                jj = 0
+                kk += bk
+                if kk >= nz:
+                    kk = 0
+                    swap = True
+                k = kk
+                k_end = min(kk + bk, nz)
+            j_end = min(jj + bj, ny)
+            j = jj
+    return j, k, jj, kk, j_end, k_end, swap
+
+
+@njit(**GEN)
+def _stencil_gen(pos, stop, addr, size, kind, args):
+    """Whole points of a (blocked) stencil sweep: the loads of ``old``, then the store.
+
+    ``pos`` counts points over all sweeps in program order. It is decoded once
+    into (sweep, block, k, j, i); the loop then steps the counters, writing a
+    row segment at a time.
+    """
+    offs, a_base, b_base, elem, origin, js, ks, nx, ny, nz, bj, bk = args
+    nl = offs.shape[0]
+    per = nl + 1
+    cap = addr.shape[0]
+    n = 0
+    if pos >= stop or n + per > cap:
+        return n, pos
+    sweep, i, j, k, jj, kk, j_end, k_end = _decode(pos, nx, ny, nz, bj, bk)
     if sweep % 2 == 0:
         src = a_base
         dst = b_base
@@ -144,26 +173,56 @@ def _stencil_gen(pos, stop, addr, size, kind, args):
         pos += cnt
         i += cnt
         if i == nx:
-            # Next row, of this block, of the next block, or of the next sweep.
             i = 0
-            j += 1
-            if j == j_end:
-                j = jj
-                k += 1
-                if k == k_end:
-                    k = kk
-                    jj += bj
-                    if jj >= ny:
-                        jj = 0
-                        kk += bk
-                        if kk >= nz:
-                            kk = 0
-                            src, dst = dst, src
-                        k = kk
-                        k_end = min(kk + bk, nz)
-                    j_end = min(jj + bj, ny)
-                    j = jj
+            j, k, jj, kk, j_end, k_end, swap = _next_row(j, k, jj, kk, j_end, k_end, ny, nz,
+                                                         bj, bk)  # fmt: skip
+            if swap:
+                src, dst = dst, src
     return n, pos
+
+
+@njit(**GEN)
+def _stencil_sampled_gen(pos, stop, addr, size, kind, group, pc, core, args, fargs):
+    """:func:`_stencil_gen` set-sampled (:mod:`hroof.traces.sampled`): the kept pieces
+    of whole points, a row segment at a time, and the counts of every access covered.
+
+    A row's streams (the loads, then the store) are the row run of stream 0 (the
+    first load) at ``src + c + offs[0]``; parity 0 reads ``a``, parity 1 ``b``.
+    """
+    offs, a_base, b_base, elem, origin, js, ks, nx, ny, nz, bj, bk = args
+    n = 0
+    if pos >= stop:
+        return n, pos
+    sweep, i, j, k, jj, kk, j_end, k_end = _decode(pos, nx, ny, nz, bj, bk)
+    par = sweep % 2
+    while pos < stop:
+        cnt = min(nx - i, stop - pos)
+        b0 = (a_base if par == 0 else b_base) + (origin + i + j * js + k * ks) * elem + offs[0]
+        n, done = _emit_run(b0, cnt, elem, par, fargs, addr, size, kind, group, n)
+        _count_streams(b0, done, elem, par, fargs, pc, core)
+        pos += done
+        i += done
+        if done < cnt:  # the buffers are full
+            return n, pos
+        if i == nx:
+            i = 0
+            j, k, jj, kk, j_end, k_end, swap = _next_row(j, k, jj, kk, j_end, k_end, ny, nz,
+                                                         bj, bk)  # fmt: skip
+            if swap:
+                par = 1 - par
+    return n, pos
+
+
+def _sampled(args: tuple, filt: SetFilter):
+    """The set-sampled generator of a stencil plan's ``args`` for ``filt`` (or None)."""
+    offs, a_base, b_base, elem = args[:4]
+    loads = offs - offs[0]
+    deltas = np.array([[*loads, src_dst] for src_dst in (b_base - a_base - offs[0],
+                                                         a_base - b_base - offs[0])])  # fmt: skip
+    kinds = [LOAD] * len(offs) + [STORE]
+    rho = np.array([(a_base + offs[0]) % elem, (b_base + offs[0]) % elem])
+    fargs = row_filter_args(deltas, kinds, rho, elem, filt)
+    return None if fargs is None else (_stencil_sampled_gen, args, fargs)
 
 
 def _outer_start(unit: int, count: int, per_unit: int, u: int) -> int:
@@ -261,6 +320,20 @@ def _builder(name: str, three_d: bool, flops_per: int):
             halo = (nx + 2) * (ny + 2) * (nz + 2) - interior
         sweeps, warm = p["sweeps"], p["warmup"]
         touched = 2 * interior + halo if sweeps + warm == 1 else 2 * (interior + halo)
+        args = (
+            np.array(offs, dtype=np.int64) * elem,
+            old.base,
+            new.base,
+            elem,
+            origin,
+            js,
+            ks,
+            nx,
+            ny,
+            nz,
+            bj or ny,
+            bk or nz,
+        )
         units, start = _outer_loop(three_d, nx, ny, nz, bj, bk)
         return Plan(
             outer_units=units,
@@ -275,20 +348,8 @@ def _builder(name: str, three_d: bool, flops_per: int):
             warmup_sweeps=warm,
             footprint=elem * touched,
             gen=_stencil_gen,
-            args=(
-                np.array(offs, dtype=np.int64) * elem,
-                old.base,
-                new.base,
-                elem,
-                origin,
-                js,
-                ks,
-                nx,
-                ny,
-                nz,
-                bj or ny,
-                bk or nz,
-            ),
+            args=args,
+            sampled=partial(_sampled, args),
         )
 
     return build

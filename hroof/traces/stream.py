@@ -23,6 +23,8 @@ bytes below it).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numba import njit
 
@@ -37,6 +39,7 @@ from hroof.traces.kernels import (
     layout_params,
     register_kernel,
 )
+from hroof.traces.sampled import SetFilter, _count_streams, _emit_run, row_filter_args
 
 
 @njit(**GEN)
@@ -60,6 +63,33 @@ def _stream_gen(pos, stop, addr, size, kind, args):
         n += 1
         pos += 1
     return n, pos
+
+
+@njit(**GEN)
+def _stream_sampled_gen(pos, stop, addr, size, kind, group, pc, core, args, fargs):
+    """:func:`_stream_gen` set-sampled (:mod:`hroof.traces.sampled`): the kept pieces of
+    whole elements, a pass at a time, and the counts of every access covered."""
+    loads, elem, count = args[0], args[2], args[4]
+    n = 0
+    while pos < stop:
+        i = pos % count
+        cnt = min(count - i, stop - pos)
+        b0 = loads[0] + i * elem
+        n, done = _emit_run(b0, cnt, elem, 0, fargs, addr, size, kind, group, n)
+        _count_streams(b0, done, elem, 0, fargs, pc, core)
+        pos += done
+        if done < cnt:  # the buffers are full
+            break
+    return n, pos
+
+
+def _sampled(args: tuple, filt: SetFilter):
+    """The set-sampled generator of a STREAM plan's ``args`` for ``filt`` (or None)."""
+    loads, store, elem, store_kind, _ = args
+    deltas = np.array([[*(loads - loads[0]), store - loads[0]]], dtype=np.int64)
+    kinds = [LOAD] * loads.shape[0] + [store_kind]
+    fargs = row_filter_args(deltas, kinds, np.array([loads[0] % elem]), elem, filt)
+    return None if fargs is None else (_stream_sampled_gen, args, fargs)
 
 
 def _identity(u: int) -> int:
@@ -90,6 +120,13 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
         arrays = layout([(a, elem, n) for a in names], align=p["align"], gap=p["gap"])
         by_name = {a.name: a for a in arrays}
         sweeps, warm = p["sweeps"], p["warmup"]
+        args = (
+            np.array([by_name[a].base for a in loads], dtype=np.int64),
+            by_name[store].base,
+            elem,
+            NT_STORE if p["nt"] else STORE,
+            n,
+        )
         return Plan(
             arrays=arrays,
             flops=flops_per * n * sweeps,
@@ -103,13 +140,8 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
             outer_units=n,  # the loop over i, split into blocks of elements
             outer_start=_identity,
             gen=_stream_gen,
-            args=(
-                np.array([by_name[a].base for a in loads], dtype=np.int64),
-                by_name[store].base,
-                elem,
-                NT_STORE if p["nt"] else STORE,
-                n,
-            ),
+            args=args,
+            sampled=partial(_sampled, args),
         )
 
     return build
