@@ -94,3 +94,83 @@ def test_compiled_matches_step_by_step():
         else:
             expect.append(int(naive.touch(x, op == 0)))
     assert out.tolist() == expect
+
+
+@njit(**JIT)
+def _apply_r(sh, lvl, ops, lines, out):
+    """As :func:`_apply`, through the register form the level pass uses
+    (:func:`S._sh_touch_r`), storing the meta columns back around drops and at the end."""
+    m = sh.meta
+    head, tail, live, mru = m[lvl, S.S_HEAD], m[lvl, S.S_TAIL], m[lvl, S.S_LIVE], m[lvl, S.S_MRU]
+    tb, bits, qo = sh.toff[lvl], sh.tbits[lvl], sh.qoff[lvl]
+    for i in range(ops.shape[0]):
+        if ops[i] == 2:
+            S._sh_store_meta(sh, lvl, head, tail, live, mru)
+            S._sh_drop(sh, lvl, lines[i])
+            live, mru = m[lvl, S.S_LIVE], m[lvl, S.S_MRU]
+            out[i] = -1
+        else:
+            hit, head, tail, live, mru = S._sh_touch_r(
+                sh, lvl, sh.tab, sh.queue, tb, bits, qo, sh.qcap[lvl], sh.ncap[lvl],
+                head, tail, live, mru, lines[i], ops[i] == 0,
+            )  # fmt: skip
+            out[i] = 1 if hit else 0
+    S._sh_store_meta(sh, lvl, head, tail, live, mru)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("seed", range(4))
+def test_register_form_matches_the_ordered_dict_after_every_op(cap, seed):
+    rng = np.random.default_rng(50 + seed)
+    n = 400
+    ops = rng.choice(3, size=n, p=[0.7, 0.15, 0.15])
+    lines = rng.integers(0, 3 * cap + 2, size=n)
+    sh = S.new_shadow([4, cap, 3])
+    fast = S.new_shadow([4, cap, 3])
+    naive = FullyAssociativeLRU(cap)
+    out = np.zeros(1, dtype=np.int64)
+    out_ref = np.zeros(1, dtype=np.int64)
+    for op, line in zip(ops.tolist(), lines.tolist(), strict=True):
+        _apply_r(sh, 1, np.array([op]), np.array([line]), out)
+        _apply(fast, 1, np.array([op]), np.array([line]), out_ref)
+        if op == 2:
+            naive.drop(line)
+        else:
+            assert bool(out[0]) == naive.touch(line, allocate=op == 0)
+        assert out[0] == out_ref[0]
+        assert S.check_shadow(sh, 1) == list(naive.lines)
+        # The same state, slot for slot, as the plain form's.
+        assert (sh.meta == fast.meta).all() and (sh.queue == fast.queue).all()
+        assert (sh.tab == fast.tab).all()
+
+
+def test_queue_floor_of_a_larger_shadow_compacts_exactly():
+    # 64 lines get a 16 384-slot queue (not 256): 60 000 references compact it a few
+    # times, past tombstones and drops, and the answers stay the twin's.
+    cap = S.QUEUE_MIN_CAP
+    sh = S.new_shadow([cap, cap - 1])
+    assert sh.qcap.tolist() == [S.QUEUE_MIN, S.QUEUE_FACTOR * (cap - 1)]
+    rng = np.random.default_rng(3)
+    n = 60000
+    ops = rng.choice(3, size=n, p=[0.85, 0.1, 0.05])
+    lines = rng.integers(0, 3 * cap, size=n)
+    out = np.zeros(n, dtype=np.int64)
+    naive = FullyAssociativeLRU(cap)
+    for lo in range(0, n, 6000):
+        _apply_r(sh, 0, ops[lo : lo + 6000], lines[lo : lo + 6000], out[lo : lo + 6000])
+        for op, x in zip(ops[lo : lo + 6000].tolist(), lines[lo : lo + 6000].tolist(),
+                         strict=True):  # fmt: skip
+            if op == 2:
+                naive.drop(x)
+            else:
+                naive.touch(x, op == 0)
+        assert S.check_shadow(sh, 0) == list(naive.lines)
+    expect = []
+    naive = FullyAssociativeLRU(cap)
+    for op, x in zip(ops.tolist(), lines.tolist(), strict=True):
+        if op == 2:
+            naive.drop(x)
+            expect.append(-1)
+        else:
+            expect.append(int(naive.touch(x, op == 0)))
+    assert out.tolist() == expect

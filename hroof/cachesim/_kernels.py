@@ -70,13 +70,17 @@ from hroof._base.jit import INLINE, JIT
 from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the policy kernels)
     PREFETCH_AHEAD,
     S_HEAD,
+    S_LIVE,
     S_MRU,
+    S_TAIL,
     Shadow,
     _hash,
     _prefetch,
     _sh_drop,
     _sh_prefetch,
+    _sh_store_meta,
     _sh_touch,
+    _sh_touch_r,
 )
 
 # Access kinds in traces.
@@ -124,6 +128,13 @@ NCORE = 6
 
 PAGE_BITS = 9
 PAGE = 1 << PAGE_BITS
+#: The classified pass prefetches a level's sets, shadow table or flag pages only if
+#: they hold at least this many 8-byte words (256 KiB, a host's L2 or so).
+PF_MIN_WORDS = 1 << 15
+#: ... and the flag words while more than one event in ``PF_MISS_RATE`` missed in the
+#: last ``PF_WINDOW`` events.
+PF_MISS_RATE = 8
+PF_WINDOW = 256
 SEEN_BIT0 = 0
 
 
@@ -184,6 +195,16 @@ def _flag_index(fl, line):
     A direct-mapped cache of ``RCACHE`` recent regions in front of the hash
     table serves kernels that stream through several arrays at once.
     """
+    cap = fl.pt_keys.shape[0]
+    bits = 0
+    while (1 << bits) < cap:
+        bits += 1
+    return _flag_index_b(fl, line, bits)
+
+
+@njit(**INLINE)
+def _flag_index_b(fl, line, bits):
+    """:func:`_flag_index` given ``bits``, the log2 of the page table's size."""
     region = line >> PAGE_BITS
     rc = fl.rcache
     slot = region & (RCACHE - 1)
@@ -192,9 +213,6 @@ def _flag_index(fl, line):
     meta = fl.meta
     keys = fl.pt_keys
     cap = keys.shape[0]
-    bits = 0
-    while (1 << bits) < cap:
-        bits += 1
     h = _hash(region, bits)
     while True:
         k = keys[h]
@@ -263,11 +281,17 @@ def _count_writeback(ctr, fl, lvl, line, classify):
     """A dirty ``line`` leaves level ``lvl``: count it (first or repeated)."""
     ctr[lvl, C_WB_OUT] += 1
     if classify:
-        fi = _flag_index(fl, line)
-        bit = np.int64(1) << (fl.meta[M_WB0] + lvl)
-        if (fl.pages[fi] & bit) == 0:
-            fl.pages[fi] |= bit
-            ctr[lvl, C_WB_FIRST] += 1
+        _count_first_writeback(ctr, fl, lvl, _flag_index(fl, line))
+
+
+@njit(**INLINE)
+def _count_first_writeback(ctr, fl, lvl, fi):
+    """Count the writeback from level ``lvl`` of the line of flag word ``fi`` as a
+    first one if the line never left ``lvl`` dirty before."""
+    bit = np.int64(1) << (fl.meta[M_WB0] + lvl)
+    if (fl.pages[fi] & bit) == 0:
+        fl.pages[fi] |= bit
+        ctr[lvl, C_WB_FIRST] += 1
 
 
 @njit(**INLINE)
@@ -350,6 +374,32 @@ def _make_level_pass(CLASSIFY, TOP):
         pt_bits = 0
         while (1 << pt_bits) < pt_cap:
             pt_bits += 1
+        # Prefetch only what may not fit the host's caches: a small level's sets,
+        # shadow table or flag pages are there already.
+        pf_set = CLASSIFY and nsets * ways >= PF_MIN_WORDS
+        pf_sh = CLASSIFY and (2 << sh.tbits[lvl]) >= PF_MIN_WORDS
+        big_fl = CLASSIFY and fl.pages.shape[0] >= 8 * PF_MIN_WORDS
+        # Flag words are read on misses and writebacks only: prefetch them while the
+        # level misses often (more than 1 in PF_MISS_RATE events of the last window).
+        pf_fl = False
+        window = start
+        window_misses = 0
+        # Events that may still run before the flag pages or their table must grow
+        # (each event creates at most one page): checked again when spent.
+        room = 0
+        # The shadow's meta columns and offsets live in registers too (stored back
+        # around a drop and at the end).
+        sh_tab = sh.tab
+        sh_q = sh.queue
+        sh_tbase = sh.toff[lvl]
+        sh_bits = sh.tbits[lvl]
+        sh_qo = sh.qoff[lvl]
+        sh_qcap = sh.qcap[lvl]
+        sh_cap = sh.ncap[lvl]
+        sh_head = sh.meta[lvl, S_HEAD]
+        sh_tail = sh.meta[lvl, S_TAIL]
+        sh_live = sh.meta[lvl, S_LIVE]
+        sh_mru = sh.meta[lvl, S_MRU]
         # Hot counters live in registers and are stored once per call.
         lookups = 0
         misses = 0
@@ -357,20 +407,28 @@ def _make_level_pass(CLASSIFY, TOP):
         wb_out = 0
         stop = n
         for i in range(start, n):
-            if CLASSIFY and (
-                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
-            ):
-                stop = i
-                break
-            if CLASSIFY and i + PREFETCH_AHEAD < n:
+            if CLASSIFY:
+                if room == 0:
+                    room = min(pages_cap - fl.meta[M_NPAGES], pt_cap // 2 - fl.meta[M_PT_USED])
+                    if room <= 0:
+                        stop = i
+                        break
+                room -= 1
+                if big_fl and i - window == PF_WINDOW:
+                    pf_fl = (misses - window_misses) * PF_MISS_RATE > PF_WINDOW
+                    window = i
+                    window_misses = misses
                 # Start the memory reads of a later event (its set, its shadow pair,
-                # its flag word): on a large level or a scattered trace they miss the
-                # host's caches.
+                # its flag word) where they may miss the host's caches.
                 j = i + PREFETCH_AHEAD
-                ahead = src[j] >> shift if TOP else src[j] >> EV_BITS
-                _prefetch(tags, off + (ahead & mask if mask >= 0 else ahead % nsets) * ways)
-                _sh_prefetch(sh, lvl, ahead)
-                _flag_prefetch(fl, ahead, pt_bits)
+                if j < n and (pf_set or pf_sh or pf_fl):
+                    ahead = src[j] >> shift if TOP else src[j] >> EV_BITS
+                    if pf_set:
+                        _prefetch(tags, off + (ahead & mask if mask >= 0 else ahead % nsets) * ways)
+                    if pf_sh:
+                        _sh_prefetch(sh, lvl, ahead)
+                    if pf_fl:
+                        _flag_prefetch(fl, ahead, pt_bits)
             if TOP:
                 line = src[i] >> shift
                 t = np.int64(kind[i])
@@ -385,7 +443,10 @@ def _make_level_pass(CLASSIFY, TOP):
                 dirty = 1 if t == EV_STORE else 0
                 sh_hit = False
                 if CLASSIFY:
-                    sh_hit = _sh_touch(sh, lvl, line, fills)
+                    sh_hit, sh_head, sh_tail, sh_live, sh_mru = _sh_touch_r(
+                        sh, lvl, sh_tab, sh_q, sh_tbase, sh_bits, sh_qo, sh_qcap, sh_cap,
+                        sh_head, sh_tail, sh_live, sh_mru, line, fills,
+                    )  # fmt: skip
                 if fills:
                     victim = _touch(tags, base, ways, line, dirty)
                     if victim == -2:
@@ -403,7 +464,7 @@ def _make_level_pass(CLASSIFY, TOP):
                         # The shadow holds only lines this level has seen: a conflict.
                         cls = 2
                     else:
-                        fi = _flag_index(fl, line)
+                        fi = _flag_index_b(fl, line, pt_bits)
                         bit = np.int64(1) << (SEEN_BIT0 + lvl)
                         if (fl.pages[fi] & bit) == 0:
                             fl.pages[fi] |= bit
@@ -430,25 +491,28 @@ def _make_level_pass(CLASSIFY, TOP):
                     if emit:
                         nout = _emit(out, nout, line, EV_RFO)
                 if victim >= 0 and (victim & 1):
+                    wb_out += 1
                     if CLASSIFY:
-                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
-                    else:
-                        wb_out += 1
+                        fi = _flag_index_b(fl, victim >> 1, pt_bits)
+                        _count_first_writeback(ctr, fl, lvl, fi)
                     if emit:
                         nout = _emit(out, nout, victim >> 1, EV_WB)
             elif t == EV_WB:
                 # A writeback from above: a write, not a lookup; allocates without a fill.
                 ctr[lvl, C_WB_IN] += 1
                 if CLASSIFY:
-                    fi = _flag_index(fl, line)
+                    fi = _flag_index_b(fl, line, pt_bits)
                     fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
-                    _sh_touch(sh, lvl, line, True)
+                    _, sh_head, sh_tail, sh_live, sh_mru = _sh_touch_r(
+                        sh, lvl, sh_tab, sh_q, sh_tbase, sh_bits, sh_qo, sh_qcap, sh_cap,
+                        sh_head, sh_tail, sh_live, sh_mru, line, True,
+                    )  # fmt: skip
                 victim = _touch(tags, base, ways, line, 1)
                 if victim >= 0 and (victim & 1):
+                    wb_out += 1
                     if CLASSIFY:
-                        _count_writeback(ctr, fl, lvl, victim >> 1, CLASSIFY)
-                    else:
-                        wb_out += 1
+                        fi = _flag_index_b(fl, victim >> 1, pt_bits)
+                        _count_first_writeback(ctr, fl, lvl, fi)
                     if emit:
                         nout = _emit(out, nout, victim >> 1, EV_WB)
             else:
@@ -457,7 +521,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 if carry:
                     ctr[lvl, C_WB_IN] += 1
                     if CLASSIFY:
-                        fi = _flag_index(fl, line)
+                        fi = _flag_index_b(fl, line, pt_bits)
                         fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                 p = _find(tags, base, ways, line)
                 if p >= 0:
@@ -465,11 +529,16 @@ def _make_level_pass(CLASSIFY, TOP):
                     carry = carry or (tags[base + p] & 1) != 0
                     _remove(tags, base, ways, p)
                 if CLASSIFY:
+                    _sh_store_meta(sh, lvl, sh_head, sh_tail, sh_live, sh_mru)
                     _sh_drop(sh, lvl, line)
+                    sh_live = sh.meta[lvl, S_LIVE]
+                    sh_mru = sh.meta[lvl, S_MRU]
                 if carry:
                     _count_writeback(ctr, fl, lvl, line, CLASSIFY)
                 if emit:
                     nout = _emit(out, nout, line, EV_NTC if carry else EV_NT)
+        if CLASSIFY:
+            _sh_store_meta(sh, lvl, sh_head, sh_tail, sh_live, sh_mru)
         ctr[lvl, C_LOOKUPS] += lookups
         ctr[lvl, C_MISSES] += misses
         ctr[lvl, C_WA_FILLS] += wa_fills

@@ -37,8 +37,11 @@ and their table values rewritten (at most ``capacity`` moves every
 
 ``meta`` columns (per level): ``S_HEAD``, ``S_TAIL``, ``S_LIVE`` and
 ``S_MRU``, the line referenced last (``-1`` after a drop), which lets a run
-of references to one line skip the table. Per line of capacity the shadow
-costs 32 bytes of table and 8 x ``qcap / capacity`` bytes of queue.
+of references to one line skip the table. The level pass keeps these columns
+in registers (:func:`_sh_touch_r`, the same operations as :func:`_sh_touch`).
+Per line of capacity the shadow costs 32 bytes of table and 8 x ``qcap /
+capacity`` bytes of queue (``qcap`` is 4 x the capacity, and at least
+``QUEUE_MIN`` slots from ``QUEUE_MIN_CAP`` lines up).
 """
 
 from __future__ import annotations
@@ -63,8 +66,13 @@ S_MRU = 3  # the line referenced last, -1 if none
 NSMETA = 4
 
 #: Queue slots per line of capacity (compaction every ``QUEUE_FACTOR - 1`` x capacity
-#: references at most).
+#: references at most) ...
 QUEUE_FACTOR = 4
+#: ... but at least ``QUEUE_MIN`` slots for a shadow of ``QUEUE_MIN_CAP`` lines or more
+#: (128 KiB: an L1-sized shadow then compacts every 15 000 references or so, not every
+#: 2 300; a compaction costs a table lookup per line held).
+QUEUE_MIN = 1 << 14
+QUEUE_MIN_CAP = 64
 #: How many events (or queue slots) ahead the passes start their memory reads.
 PREFETCH_AHEAD = 8
 
@@ -164,7 +172,12 @@ def _sh_compact(sh, lvl):
     qo = sh.qoff[lvl]
     meta = sh.meta
     j = 0
-    for p in range(meta[lvl, S_HEAD], meta[lvl, S_TAIL]):
+    tail = meta[lvl, S_TAIL]
+    for p in range(meta[lvl, S_HEAD], tail):
+        if p + PREFETCH_AHEAD < tail:
+            ahead = q[qo + p + PREFETCH_AHEAD]
+            if ahead >= 0:
+                _sh_prefetch(sh, lvl, ahead)
         v = q[qo + p]
         if v >= 0:
             q[qo + j] = v
@@ -226,6 +239,66 @@ def _sh_touch(sh, lvl, line, allocate):
 
 
 @njit(**INLINE)
+def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, mru, line, allocate):
+    """:func:`_sh_touch` for a pass that keeps level ``lvl``'s meta columns (``head``,
+    ``tail``, ``live``, ``mru``) and its table and queue offsets in registers: the
+    same operations on the same arrays, returning ``(hit, head, tail, live, mru)``.
+    ``sh.meta`` is written only around a compaction; the caller stores the meta
+    columns back (:func:`_sh_store_meta`) before anything else reads them.
+    """
+    if mru == line:
+        return True, head, tail, live, mru
+    if tail == qcap:
+        meta = sh.meta
+        meta[lvl, S_HEAD] = head
+        meta[lvl, S_TAIL] = tail
+        _sh_compact(sh, lvl)
+        head = meta[lvl, S_HEAD]
+        tail = meta[lvl, S_TAIL]
+    mask = (1 << bits) - 1
+    h = _hash(line, bits)
+    while True:
+        k = tab[2 * (tbase + h)]
+        if k == line or k < 0:
+            break
+        h = (h + 1) & mask
+    pair = 2 * (tbase + h)
+    if tab[pair] == line:
+        q[qo + tab[pair + 1]] = -1
+        q[qo + tail] = line
+        tab[pair + 1] = tail
+        return True, head, tail + 1, live, line
+    if not allocate:
+        return False, head, tail, live, mru
+    tab[pair] = line
+    tab[pair + 1] = tail
+    q[qo + tail] = line
+    live += 1
+    if live > cap:
+        while q[qo + head] < 0:
+            head += 1
+        victim = q[qo + head]
+        # The next victims are next in the queue: start reading their pairs.
+        ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
+        if ahead >= 0:
+            _prefetch(tab, 2 * (tbase + _hash(ahead, bits)))
+        head += 1
+        _sh_tab_delete(sh, lvl, _sh_slot(sh, lvl, victim))
+        live -= 1
+    return False, head, tail + 1, live, line
+
+
+@njit(**INLINE)
+def _sh_store_meta(sh, lvl, head, tail, live, mru):
+    """Store the meta columns a pass kept in registers (:func:`_sh_touch_r`)."""
+    meta = sh.meta
+    meta[lvl, S_HEAD] = head
+    meta[lvl, S_TAIL] = tail
+    meta[lvl, S_LIVE] = live
+    meta[lvl, S_MRU] = mru
+
+
+@njit(**INLINE)
 def _sh_drop(sh, lvl, line):
     """Remove ``line`` from level ``lvl``'s shadow, if there."""
     s = _sh_slot(sh, lvl, line)
@@ -249,7 +322,7 @@ def new_shadow(caps: list[int]) -> Shadow:
     tsize = [1 << max(2, (2 * c - 1).bit_length()) for c in caps]
     tbits = np.array([t.bit_length() - 1 for t in tsize], dtype=np.int64)
     toff = np.concatenate(([0], np.cumsum(tsize)[:-1])).astype(np.int64)
-    qcap = QUEUE_FACTOR * ncap
+    qcap = np.maximum(QUEUE_FACTOR * ncap, np.where(ncap >= QUEUE_MIN_CAP, QUEUE_MIN, 0))
     qoff = np.concatenate(([0], np.cumsum(qcap)[:-1])).astype(np.int64)
     meta = np.zeros((len(caps), NSMETA), dtype=np.int64)
     meta[:, S_MRU] = -1
