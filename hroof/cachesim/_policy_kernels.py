@@ -4,9 +4,12 @@ The plain model (every level NINE) runs level by level in
 :mod:`hroof.cachesim._kernels`: each level's behaviour depends only on the
 events that reach it. The other policies break that: an exclusive level hands a
 line's dirty bit back up, and an inclusive level's eviction removes copies
-above it. So a hierarchy with any such level runs here instead, one access at
-a time through the whole hierarchy, in exactly the order of the recursive model
-of ``docs/cache-model.md`` ("Inclusion policies"):
+above it. So a hierarchy with any such level (or a prefetcher) runs here
+instead, one access at a time through the whole hierarchy, or, when the top
+levels cannot depend on the ones below, those as plain passes and the rest in
+:mod:`hroof.cachesim._split_kernels` (which reuses these helpers), in exactly
+the order of the recursive model of ``docs/cache-model.md`` ("Inclusion
+policies"):
 
 1. **down**: the access looks the line up at L1, L2, ... until a level hits
    (or memory serves it), counting each lookup, miss and class on the way;
