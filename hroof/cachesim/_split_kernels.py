@@ -74,6 +74,8 @@ from hroof.cachesim._prefetch_kernels import (
     PF_ADJACENT,
     PF_BIT,
     PF_NEXT,
+    PF_STRIDE,
+    PM_PAGE_BITS,
     PM_PAIR_BITS,
     find,
     touch,
@@ -144,6 +146,23 @@ def _writeback_in(j, v, geo, st, fl, sh, pol, pf, classify):
 
 
 @njit(**INLINE)
+def _guess(pf, lvl, hint, line):
+    """The line level ``lvl``'s prefetcher would likely request after a lookup of ``line``
+    (a hint for reading ahead, never used as a value): the next line, the other line of
+    the pair, or the line a stride ahead on the stream of ``line``'s page as it stands."""
+    if hint == 1:
+        return line + 1
+    if hint == 2:
+        return line ^ 1
+    page = line >> pf.meta[PM_PAGE_BITS]
+    tab = pf.tab
+    for r in range(pf.soff[lvl], pf.soff[lvl] + pf.ssz[lvl]):
+        if tab[r, 0] == page:
+            return line + pf.dist[lvl] * tab[r, 2]
+    return line
+
+
+@njit(**INLINE)
 def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
     """Start reading, at level ``top + 1``, the state of the line that level ``top`` would
     evict to insert ``line`` (its least recently used line, if that goes down: dirty, or
@@ -181,13 +200,15 @@ def _make_split_pass(CLASSIFY):
             if pf.kind[u] != 0:
                 pf_first = u
         victims_below = top + 1 < nlev and _passes(pol, top + 1)
-        # Which line the first prefetcher requests, to read ahead: +1 next-line, -1 the
-        # other line of the pair (adjacent, 64-byte lines), 0 none or not known (stride).
+        # Which line the first prefetcher requests, to read ahead (_guess): 1 next-line,
+        # 2 the other line of the pair (adjacent, 64-byte lines), 3 stride, 0 none.
         pf_hint = 0
         if pf_first < nlev and pf.kind[pf_first] == PF_NEXT:
             pf_hint = 1
         elif pf_first < nlev and pf.kind[pf_first] == PF_ADJACENT and pf.meta[PM_PAIR_BITS] == 1:
-            pf_hint = -1
+            pf_hint = 2
+        elif pf_first < nlev and pf.kind[pf_first] == PF_STRIDE:
+            pf_hint = 3
         pt_bits = 0
         while (1 << pt_bits) < pt_cap:
             pt_bits += 1
@@ -208,8 +229,8 @@ def _make_split_pass(CLASSIFY):
                     _sh_prefetch(sh, u, ahead)
                 _flag_prefetch(fl, ahead, pt_bits)
                 if pf_hint != 0:
-                    # The line a next-line or adjacent prefetcher would request for it.
-                    y = ahead + 1 if pf_hint > 0 else ahead ^ 1
+                    # The line the first prefetcher would request for it.
+                    y = _guess(pf, pf_first, pf_hint, ahead)
                     for u in range(pf_first, nlev):
                         _prefetch(tags, _base(geo, u, y))
                         _sh_prefetch(sh, u, y)
@@ -219,7 +240,7 @@ def _make_split_pass(CLASSIFY):
                     soon = ev[i + HALF_AHEAD] >> EV_BITS
                     _hint_victim(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
                     if pf_hint != 0 and pf_first == top:
-                        y = soon + 1 if pf_hint > 0 else soon ^ 1
+                        y = _guess(pf, pf_first, pf_hint, soon)
                         _hint_victim(top, y, victims_below, geo, tags, fl, sh, pt_bits)
             e = ev[i]
             line = e >> EV_BITS
