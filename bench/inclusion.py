@@ -9,10 +9,13 @@ simulation alone, the JIT load kept apart by the simulator's warm-up):
   checkout of the commit before the policies, e.g. ``git archive`` of it);
 * ``after``: the same with this tree (the plain path must not be slower);
 * ``exclusive L3``, ``victim L3``, ``inclusive L3``: this tree, with the
-  generic machine's L3 given that policy (the access-by-access kernel);
+  generic machine's L3 given that policy (exclusive, victim: L1 as a plain
+  level pass, L2 and L3 in the split kernel; inclusive: every level access by
+  access, as its back-invalidations reach L1);
 * ``next-line L2``, ``adjacent L2``, ``stride L2``: this tree, with the
   generic machine's L2 given that prefetcher (``stride``: 16 streams,
-  distance 1) and every level NINE (the same kernel, with prefetches).
+  distance 1) and every level NINE (L1 as a plain pass, then the split
+  kernel, with prefetches).
 
 Rounds are interleaved and the best of each kept (the machine is a noisy,
 shared 2-core VM). Usage::

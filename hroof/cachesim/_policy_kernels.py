@@ -4,9 +4,12 @@ The plain model (every level NINE) runs level by level in
 :mod:`hroof.cachesim._kernels`: each level's behaviour depends only on the
 events that reach it. The other policies break that: an exclusive level hands a
 line's dirty bit back up, and an inclusive level's eviction removes copies
-above it. So a hierarchy with any such level runs here instead, one access at
-a time through the whole hierarchy, in exactly the order of the recursive model
-of ``docs/cache-model.md`` ("Inclusion policies"):
+above it. So a hierarchy with any such level (or a prefetcher) runs here
+instead, one access at a time through the whole hierarchy, or, when the top
+levels cannot depend on the ones below, those as plain passes and the rest in
+:mod:`hroof.cachesim._split_kernels` (which reuses these helpers), in exactly
+the order of the recursive model of ``docs/cache-model.md`` ("Inclusion
+policies"):
 
 1. **down**: the access looks the line up at L1, L2, ... until a level hits
    (or memory serves it), counting each lookup, miss and class on the way;
@@ -116,12 +119,12 @@ def _passes(pol, lvl):
 
 
 @njit(**INLINE)
-def _invalidate_above(tags, ctr, geo, fl, sh, pf, line, stop, counter, classify):
-    """Drop ``line`` from levels ``0 .. stop - 1`` (counting each copy under ``counter``),
-    carrying a dirty copy's data down as a writeback into each level below it; return
-    whether dirty data is still being carried past level ``stop - 1``."""
-    carry = False
-    for u in range(stop):
+def _invalidate_above(tags, ctr, geo, fl, sh, pf, line, lo, stop, carry, counter, classify):
+    """Drop ``line`` from levels ``lo .. stop - 1`` (counting each copy under ``counter``),
+    carrying a dirty copy's data down as a writeback into each level below it (``carry``:
+    dirty data already comes from above ``lo``); return whether dirty data is still being
+    carried past level ``stop - 1``."""
+    for u in range(lo, stop):
         if carry:
             ctr[u, C_WB_IN] += 1
             if classify:
@@ -156,7 +159,7 @@ def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, pf, classify):
     nlev = geo.nlevels
     while True:
         if evicted and pol[j] == P_INCLUSIVE:
-            carry = _invalidate_above(tags, ctr, geo, fl, sh, pf, v, j, C_BINV, classify)
+            carry = _invalidate_above(tags, ctr, geo, fl, sh, pf, v, 0, j, False, C_BINV, classify)
             if carry:
                 ctr[j, C_WB_IN] += 1
                 dirty = True
@@ -311,7 +314,9 @@ def _make_policy_pass(CLASSIFY):
             t = np.int64(kind[i])
             if t == KIND_NT:
                 # A non-temporal store: invalidate every copy, carrying a dirty one down.
-                _invalidate_above(tags, ctr, geo, fl, sh, pf, line, nlev, C_INVAL, CLASSIFY)
+                _invalidate_above(
+                    tags, ctr, geo, fl, sh, pf, line, 0, nlev, False, C_INVAL, CLASSIFY
+                )
                 continue
             k = _WRITE if t == KIND_STORE else _READ
             # L1 (always NINE) first, as the level pass does it: most accesses end here.

@@ -23,6 +23,7 @@ from hroof.cachesim import _kernels as K
 from hroof.cachesim import _policy_kernels as PK
 from hroof.cachesim import _prefetch_kernels as PFK
 from hroof.cachesim import _shadow_kernels as SHK
+from hroof.cachesim import _split_kernels as SPK
 from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
@@ -137,8 +138,12 @@ class Simulator:
         self._pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in hierarchy.levels])
         self._act = np.zeros((2, len(hierarchy.levels)), dtype=np.int64)
         self._pf = PFK.new_prefetch(hierarchy.levels, hierarchy.line_bits)  # docs: "Prefetchers"
+        # The top levels that no level below can change run as plain passes (_split_kernels).
+        self._split = SPK.split_level(hierarchy.levels)
         if not self._nine:
             PK.warm_up(self.classify)
+            if self._split:
+                SPK.warm_up(self.classify)
         if threads == 2 and len(hierarchy.levels) > 1 and self._nine:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
@@ -343,9 +348,27 @@ class Simulator:
             lvl += 1
 
     def _run_policies(self, addr, size, kind) -> None:
-        """Run accesses through a hierarchy with an exclusive, victim or inclusive level."""
+        """Run accesses through a hierarchy with an exclusive, victim or inclusive level or a
+        prefetcher: the top ``_split`` levels as plain passes, then the rest access by access
+        (all of them if ``_split`` is 0)."""
         i = 0
         lb = self.hierarchy.line_bits
+        if self._split:
+            src, shift = addr, lb
+            for lvl in range(self._split):
+                out = self._out[lvl]
+                if out.ev.shape[0] < 2 * src.shape[0]:
+                    out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
+                nout = self._pass(lvl, src, shift, size, kind, out)
+                src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
+            while i < src.shape[0]:
+                i = SPK.SPLIT_PASS[self.classify](
+                    self._split, src, size, i, self._geo, self._st, self._fl, self._sh,
+                    self._pol, self._pf, self._act[0], self._act[1],
+                )  # fmt: skip
+                if i < src.shape[0]:
+                    self._grow_flags(1)
+            return
         while i < addr.shape[0]:
             i = PK.POLICY_PASS[self.classify](
                 addr, lb, size, kind, i, self._geo, self._st, self._fl, self._sh, self._pol,

@@ -1,0 +1,354 @@
+"""The split policy path: plain level passes on top, access by access below.
+
+A hierarchy with an exclusive, victim or inclusive level or a prefetcher runs
+in :mod:`hroof.cachesim._policy_kernels`, one access at a time through every
+level. But the top levels often cannot depend on anything below them: then
+they run the plain level passes of :mod:`hroof.cachesim._kernels` (L1 takes
+the whole chunk in its tight loop), and only what the last of them sends down
+(requests, writebacks of dirty victims, NT invalidations, in the order of the
+recursive model) enters :func:`split_pass`, which runs each event through the
+remaining levels exactly as the access-by-access kernel does. The ~90 % of
+accesses that hit L1 never reach it. :func:`split_level` says how many levels
+go on top; the rules are in its docstring (and ``docs/cache-model.md``,
+"Inclusion policies", "Speed").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hroof._base.jit import INLINE, JIT
+from hroof.cachesim._kernels import (
+    C_COMP,
+    C_FWD,
+    C_FWD_BYTES,
+    C_FWD_COMP_BYTES,
+    C_INVAL,
+    C_LOAD_COMP,
+    C_LOOKUPS,
+    C_MISSES,
+    C_WA_FILLS,
+    C_WB_IN,
+    EV_BITS,
+    EV_LOAD,
+    EV_MASK,
+    EV_NT,
+    EV_NTC,
+    EV_RFO,
+    EV_WB,
+    M_NPAGES,
+    M_PT_USED,
+    PAGE,
+    PREFETCH_AHEAD,
+    _flag_prefetch,
+    _prefetch,
+    _remove,
+    _sh_drop,
+    _sh_prefetch,
+    _sh_touch,
+    _to_front,
+)
+from hroof.cachesim._policy_kernels import (
+    _A_FILL,
+    _A_FORWARD,
+    _A_THROUGH,
+    _READ,
+    _RFO,
+    _WRITE,
+    P_EXCLUSIVE,
+    P_INCLUSIVE,
+    _after,
+    _base,
+    _insert_up,
+    _invalidate_above,
+    _mark_seen,
+    _passes,
+    _send_down,
+)
+from hroof.cachesim._prefetch_kernels import (
+    LINE_MASK,
+    NO_PF,
+    PC_USEFUL,
+    PC_USELESS,
+    PF_ADJACENT,
+    PF_BIT,
+    PF_NEXT,
+    PF_STRIDE,
+    PM_PAGE_BITS,
+    PM_PAIR_BITS,
+    find,
+    touch,
+)
+
+#: How many events ahead the victim of the top level's fill is read (its set was
+#: prefetched ``PREFETCH_AHEAD`` events ahead).
+HALF_AHEAD = PREFETCH_AHEAD // 2
+
+
+def split_level(levels) -> int:
+    """How many top levels run as plain level passes (0: none, all access by access).
+
+    ``levels`` are ``LevelConfig`` objects. Levels ``0 .. t - 1`` can run on
+    their own, before the levels below see anything, when nothing below them
+    ever changes them or the order of what reaches them:
+
+    * each of them is NINE without a prefetcher (a prefetcher inserts at its
+      own level, and the plain passes have none);
+    * no level is inclusive: an inclusive level's eviction drops the copies
+      above it, L1's included;
+    * level ``t`` is NINE (it may prefetch): an exclusive level hands a line's
+      dirty bit up to the nearest level above it that allocates, and an
+      exclusive or victim level takes the clean victims of the level above,
+      which a plain pass does not send. Below a NINE level ``t`` the dirty bit
+      stops at ``t`` or lower (a read allocates at every NINE level it
+      misses; a forwarded store never takes a dirty bit up), and the clean
+      victims of ``t - 1`` go nowhere;
+    * with a prefetcher anywhere, ``t`` is at most 1: the prefetchers of an
+      access run after the writebacks of that access, and only L1's output
+      says which those are (a request, then the writeback of its fill's
+      victim right after it, if any); below L1 a writeback may belong to the
+      next access.
+    """
+    nlev = len(levels)
+    if any(lv.inclusion == "inclusive" for lv in levels):
+        return 0
+    t = 0
+    while t < nlev and levels[t].inclusion == "nine" and levels[t].prefetch == "none":
+        t += 1
+    if t == nlev:
+        return 0  # the plain model: no policy path at all
+    if levels[t].inclusion != "nine":  # exclusive or victim: its level above stays below
+        t -= 1
+    if any(lv.prefetch != "none" for lv in levels):
+        t = min(t, 1)
+    return max(t, 0)
+
+
+@njit(**INLINE)
+def _writeback_in(j, v, geo, st, fl, sh, pol, pf, classify):
+    """A writeback of ``v`` (sent and counted by the plain pass above) arrives at level
+    ``j``: as :func:`hroof.cachesim._policy_kernels._send_down` after its first step."""
+    ctr = st.ctr
+    ctr[j, C_WB_IN] += 1
+    if classify:
+        _mark_seen(fl, j, v)
+        _sh_touch(sh, j, v, True)
+    victim = touch(st.tags, _base(geo, j, v), geo.ways[j], v, 1)
+    if victim >= 0:
+        if victim & PF_BIT:
+            pf.ctr[j, PC_USELESS] += 1
+        dirty = (victim & 1) != 0
+        if dirty or pol[j] == P_INCLUSIVE or (j + 1 < geo.nlevels and _passes(pol, j + 1)):
+            _send_down(
+                j, (victim >> 1) & LINE_MASK, dirty, True, geo, st, fl, sh, pol, pf, classify
+            )
+
+
+@njit(**INLINE)
+def _guess(pf, lvl, hint, line):
+    """The line level ``lvl``'s prefetcher would likely request after a lookup of ``line``
+    (a hint for reading ahead, never used as a value): the next line, the other line of
+    the pair, or the line a stride ahead on the stream of ``line``'s page as it stands."""
+    if hint == 1:
+        return line + 1
+    if hint == 2:
+        return line ^ 1
+    page = line >> pf.meta[PM_PAGE_BITS]
+    tab = pf.tab
+    for r in range(pf.soff[lvl], pf.soff[lvl] + pf.ssz[lvl]):
+        if tab[r, 0] == page:
+            return line + pf.dist[lvl] * tab[r, 2]
+    return line
+
+
+@njit(**INLINE)
+def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
+    """Start reading, at level ``top + 1``, the state of the line that level ``top`` would
+    evict to insert ``line`` (its least recently used line, if that goes down: dirty, or
+    clean into an exclusive or victim level). A hint only."""
+    v = tags[_base(geo, top, line) + geo.ways[top] - 1]
+    if v >= 0 and top + 1 < geo.nlevels and ((v & 1) != 0 or victims_below):
+        v = (v >> 1) & LINE_MASK
+        _prefetch(tags, _base(geo, top + 1, v))
+        _sh_prefetch(sh, top + 1, v)
+        _flag_prefetch(fl, v, pt_bits)
+
+
+def _make_split_pass(CLASSIFY):
+    """Build :func:`split_pass` with classification on or off (a compile-time constant)."""
+
+    @njit(**JIT)
+    def split_pass(top, ev, size, start, geo, st, fl, sh, pol, pf, act, akind):
+        """Run events ``start..`` that level ``top - 1``'s plain pass sent down (packed
+        ``line << EV_BITS | kind``, ``size`` the bytes of forwarded stores) through levels
+        ``top ..``, each as the access-by-access kernel runs it below level ``top - 1``.
+
+        ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
+        index reached: ``len(ev)`` unless the classification tables must grow first
+        (the driver grows them and calls again from there).
+        """
+        n = ev.shape[0]
+        tags = st.tags
+        ctr = st.ctr
+        pc = pf.ctr
+        nlev = geo.nlevels
+        pages_cap = fl.pages.shape[0] // PAGE
+        pt_cap = fl.pt_keys.shape[0]
+        pf_first = nlev
+        for u in range(nlev - 1, -1, -1):
+            if pf.kind[u] != 0:
+                pf_first = u
+        victims_below = top + 1 < nlev and _passes(pol, top + 1)
+        # Which line the first prefetcher requests, to read ahead (_guess): 1 next-line,
+        # 2 the other line of the pair (adjacent, 64-byte lines), 3 stride, 0 none.
+        pf_hint = 0
+        if pf_first < nlev and pf.kind[pf_first] == PF_NEXT:
+            pf_hint = 1
+        elif pf_first < nlev and pf.kind[pf_first] == PF_ADJACENT and pf.meta[PM_PAIR_BITS] == 1:
+            pf_hint = 2
+        elif pf_first < nlev and pf.kind[pf_first] == PF_STRIDE:
+            pf_hint = 3
+        pt_bits = 0
+        while (1 << pt_bits) < pt_cap:
+            pt_bits += 1
+        i = start
+        while i < n:
+            if CLASSIFY and (
+                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+            ):
+                return i
+            if CLASSIFY and i + PREFETCH_AHEAD < n:
+                # Start the memory reads of a later event at every level (its sets, its
+                # shadow pairs, its flag word), as the classified plain passes do: the
+                # shadows are large, and these reads would otherwise miss the host's caches.
+                # (Without classification this measured no faster.)
+                ahead = ev[i + PREFETCH_AHEAD] >> EV_BITS
+                for u in range(top, nlev):
+                    _prefetch(tags, _base(geo, u, ahead))
+                    _sh_prefetch(sh, u, ahead)
+                _flag_prefetch(fl, ahead, pt_bits)
+                if pf_hint != 0:
+                    # The line the first prefetcher would request for it.
+                    y = _guess(pf, pf_first, pf_hint, ahead)
+                    for u in range(pf_first, nlev):
+                        _prefetch(tags, _base(geo, u, y))
+                        _sh_prefetch(sh, u, y)
+                if i + HALF_AHEAD < n:
+                    # The lines the top level would evict for a later event's fill and for
+                    # its prefetch: start reading their state below, where they go.
+                    soon = ev[i + HALF_AHEAD] >> EV_BITS
+                    _hint_victim(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
+                    if pf_hint != 0 and pf_first == top:
+                        y = _guess(pf, pf_first, pf_hint, soon)
+                        _hint_victim(top, y, victims_below, geo, tags, fl, sh, pt_bits)
+            e = ev[i]
+            line = e >> EV_BITS
+            t = e & EV_MASK
+            i += 1
+            if t == EV_WB:
+                _writeback_in(top, line, geo, st, fl, sh, pol, pf, CLASSIFY)
+                continue
+            if t == EV_NT or t == EV_NTC:  # noqa: SIM109 (plain compares for Numba)
+                _invalidate_above(
+                    tags, ctr, geo, fl, sh, pf, line, top, nlev, t == EV_NTC, C_INVAL, CLASSIFY
+                )
+                continue
+            k = _READ if t == EV_LOAD else (_RFO if t == EV_RFO else _WRITE)
+            # Down: look the line up at top, top + 1, ... until a level holds it.
+            d = False
+            pfhit = False
+            lv = top
+            while lv < nlev:
+                through = _passes(pol, lv)
+                forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
+                allocates = not forwards and not through
+                ctr[lv, C_LOOKUPS] += 1
+                sh_hit = False
+                if CLASSIFY:
+                    sh_hit = _sh_touch(sh, lv, line, allocates)
+                b = _base(geo, lv, line)
+                ways = geo.ways[lv]
+                p = find(tags, b, ways, line)
+                if p >= 0:
+                    if lv >= pf_first and tags[b + p] & PF_BIT:
+                        pfhit = True
+                        tags[b + p] &= NO_PF
+                        pc[lv, PC_USEFUL] += 1
+                    if k == _WRITE:
+                        _to_front(tags, b, p, 1)
+                    elif pol[lv] == P_EXCLUSIVE:
+                        d = (tags[b + p] & 1) != 0
+                        _remove(tags, b, ways, p)
+                        if CLASSIFY:
+                            _sh_drop(sh, lv, line)
+                    else:
+                        _to_front(tags, b, p, 0)
+                    break
+                ctr[lv, C_MISSES] += 1
+                cls = 0
+                if CLASSIFY:
+                    if _mark_seen(fl, lv, line):
+                        cls = 0
+                    elif sh_hit:
+                        cls = 2
+                    else:
+                        cls = 1
+                    ctr[lv, C_COMP + cls] += 1
+                if forwards:
+                    sz = np.int64(size[i - 1])
+                    ctr[lv, C_FWD] += 1
+                    ctr[lv, C_FWD_BYTES] += sz
+                    if CLASSIFY:
+                        ctr[lv, C_FWD_COMP_BYTES + cls] += sz
+                    act[lv] = _A_FORWARD
+                    lv += 1
+                    continue
+                if k == _READ:
+                    if CLASSIFY:
+                        ctr[lv, C_LOAD_COMP + cls] += 1
+                else:
+                    ctr[lv, C_WA_FILLS] += 1
+                act[lv] = _A_THROUGH if through else _A_FILL
+                akind[lv] = k
+                k = _READ if k == _READ else _RFO
+                lv += 1
+            # Up: the levels that missed insert the line, deepest first.
+            for j in range(lv - 1, top - 1, -1):
+                if act[j] != _A_FILL:
+                    continue
+                _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
+                d = False
+            if lv >= pf_first:
+                # The prefetchers run after the whole access: after the writeback of the
+                # victim of L1's fill, the event right after (split_level: top is 1).
+                if i < n and (ev[i] & EV_MASK) == EV_WB:
+                    _writeback_in(top, ev[i] >> EV_BITS, geo, st, fl, sh, pol, pf, CLASSIFY)
+                    i += 1
+                _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
+        return n
+
+    return split_pass
+
+
+#: The split kernel, by classification on (True) or off.
+SPLIT_PASS = {c: _make_split_pass(c) for c in (False, True)}
+
+_WARM: set[bool] = set()
+
+
+def warm_up(classify: bool) -> None:
+    """Compile (or load from Numba's cache) the split kernel once per process and mode."""
+    from hroof.cachesim.config import HierarchyConfig, LevelConfig
+    from hroof.cachesim.simulator import Simulator
+
+    if classify not in _WARM:
+        _WARM.add(classify)
+        levels = (
+            LevelConfig("L1", 128, 1, 64),
+            LevelConfig("L2", 128, 1, 64, prefetch="next-line"),
+            LevelConfig("L3", 128, 1, 64, inclusion="exclusive"),
+        )
+        sim = Simulator(HierarchyConfig(levels), classify=classify)
+        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
+        sim.finish()
