@@ -981,6 +981,7 @@ class NaiveMultiCore:
         self.h = proto
         self.attr = [{lv.name: dict.fromkeys(self.fields, 0) for lv in shared}
                      for _ in range(cores)]  # fmt: skip
+        self.gone_in_flush = 0  # lines of a set being flushed that an eviction took first
 
     fields = SHARED_FIELDS  # the shared levels' counters attributed to a core
 
@@ -1010,7 +1011,12 @@ class NaiveMultiCore:
         h = self.h[c]
         for s in h.levels[i].sets:
             for line in list(s):  # least recently used first
-                if s[line]:
+                # a writeback sent down may evict from an inclusive shared level, whose
+                # back-invalidation can take a later line of this very set (another core's
+                # copy carried down, or this core's own): it has left, nothing to flush
+                if line not in s:
+                    self.gone_in_flush += 1
+                elif s[line]:
                     s[line] = False
                     h._send_writeback(i, line)
 
