@@ -48,7 +48,11 @@ def machine_with(level: str, key: str, value: str, outdir: Path) -> Path:
 
 def run(tree: Path, machine: Path, classify: bool) -> tuple[float, dict]:
     argv = [sys.executable, "-m", "hroof", "simulate", "stencil7", "n=128", "--machine"]
-    argv += [str(machine), "--json", "-q"] + ([] if classify else ["--no-classify"])
+    # One thread everywhere: --threads auto would run the plain NINE path on two threads
+    # when a core is free (a quiet machine), the policy paths on one, and the ratio would
+    # compare threads, not paths.
+    argv += [str(machine), "--json", "-q", "--threads", "1"]
+    argv += [] if classify else ["--no-classify"]
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
     d = json.loads(out)
