@@ -504,7 +504,11 @@ def stencil_walls(
     "Several cores") a shared level's capacity is divided by P for the 3D and 2D
     conditions: each core's layers must fit in its share. The whole working set is
     the cores' shares together, so a shared level keeps its capacity for it and a
-    private one holds a P-th of it (its capacity is multiplied by P).
+    private one holds a P-th of it (its capacity is multiplied by P). Where capacities
+    add up (an exclusive or victim level and the levels above it), each level of the
+    chain counts as a core sees it: a core's layers get its private levels plus 1/P
+    of the shared ones (L2 + L3/P), the whole working set P private copies plus the
+    shared ones (P x L2 + L3).
 
     Per cache level, largest first: with ``steady`` (warm-up sweeps not
     counted) the whole working set first, then the 3D condition (not for
