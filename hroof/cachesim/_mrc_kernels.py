@@ -252,9 +252,9 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
     more than ``len(pairs_h) - 1`` distinct lines would be held, and lookups
     go to ``fhist``/``fmeta`` weighted by the inverse of the rate at their
     time (the paper's rescaling of the histogram, done as weights). Returns
-    the index reached: the whole batch unless the histogram must grow (the
-    driver grows it and calls again). The driver sizes every other array for
-    the whole batch beforehand.
+    the index reached: the whole batch unless the histogram or the hash table
+    must grow (the driver grows it and calls again). The driver sizes every
+    other array for the whole batch beforehand.
     """
     hbits = meta[M_HBITS]
     now = meta[M_NOW]
@@ -270,6 +270,7 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
     fixed = pairs_h.shape[0] > 0
     hlen = fhist.shape[0] if fixed else hist.shape[0]
     nsampled = meta[M_SAMPLED]
+    kmax = table.shape[0] >> 2  # keys at most half the table's slots: probes stay short
     n = src.shape[0]
     stop = n
     for i in range(n):
@@ -288,8 +289,8 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
             if hashes[i] >= thresh:
                 continue
             scale = SAMPLE_P / thresh
-        if (live + 1) * (scale if fixed else 1.0) + 1 >= hlen:
-            stop = i  # the histogram must grow first
+        if (live + 1) * (scale if fixed else 1.0) + 1 >= hlen or nkeys >= kmax:
+            stop = i  # the histogram or the table must grow first
             break
         s = _slot(table, line, hbits)
         fresh = False
@@ -428,8 +429,11 @@ def sa_pass(lines, ops, nsets, stk, hist):
         stk[base] = line
 
 
-#: Events hashed per block of :func:`prefilter` (its ``flags`` scratch array's length).
-PREFILTER_BLOCK = 4096
+#: Events hashed per block of :func:`prefilter` (its ``flags`` scratch array's length):
+#: few enough that the block's inputs are still in L1 when the second loop rereads the
+#: kept ones (17 B an access at L1: 8.5 KiB). With 4096 (68 KiB) the fused L1 pass on the
+#: stencil7 n=128 stream took 15 ms, with 512 it takes 12 ms (``bench/mrc.py``).
+PREFILTER_BLOCK = 512
 
 
 @njit(**JIT)

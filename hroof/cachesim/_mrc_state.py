@@ -54,18 +54,21 @@ class FAState:
     """One fully-associative stack (exact, or one SHARDS sampler)."""
 
     BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
-    MIN_TREE = 1 << 16  # least times in the tree after a compaction
+    MIN_TREE = 1 << 16  # least times in the tree (at the start and after a compaction)
+    HBITS0 = 14  # the hash table's slots at the start: 2**HBITS0 (at least GROUP_BITS)
 
     def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0,
                  key: int = 0):  # fmt: skip
         self.scale = float(scale)
         self.key = int(key)  # the sampling hash's key (``_mrc_kernels.sample_hash``)
-        self.table = np.full(2 << 10, -1, dtype=np.int64)
-        self.words, self.btree = _times(1 << 12, 0)
+        # Sized for the first tens of thousands of lines (a SHARDS sample's whole run, in
+        # 264 KiB): growing from less cost a tenth of the sampled pass in rehashes.
+        self.table = np.full(2 << self.HBITS0, -1, dtype=np.int64)
+        self.words, self.btree = _times(self.MIN_TREE, 0)
         self.heap = np.zeros(1 << 10, dtype=np.int64)
         self.hist = np.zeros(1 << 10, dtype=np.int64)
         self.meta = np.zeros(NMETA, dtype=np.int64)
-        self.meta[M_HBITS] = 10
+        self.meta[M_HBITS] = self.HBITS0
         self.meta[M_THRESH] = thresh
         self.size_cap = int(size_cap)
         self.pairs_h = np.zeros(size_cap + 1 if size_cap else 0, dtype=np.int64)
@@ -134,7 +137,7 @@ class FAState:
         while lines.shape[0]:
             n = lines.shape[0]
             meta = self.meta
-            self._grow_table(int(meta[M_NKEYS]) + n)
+            self._grow_table(int(meta[M_NKEYS]) + 1)  # the pass stops when it is full
             if meta[M_NOW] + n >= 64 * self.words.shape[0]:
                 self._compact(n)
             if self.heap.shape[0] < meta[M_NHOLES] + n:
