@@ -436,6 +436,32 @@ def sa_pass(lines, ops, nsets, stk, hist):
 PREFILTER_BLOCK = 512
 
 
+#: The operation of a trace's kinds at L1: loads and stores look up, NT stores invalidate.
+TRACE_OPS = np.array([OP_LOOKUP, OP_LOOKUP, OP_INVAL], dtype=np.uint8)
+
+
+@njit(**INLINE)
+def _take_flagged(words, nwords, src, shift, kinds, opmap, key, out_lines, out_ops, out_hash,
+                  out_sub, k):  # fmt: skip
+    """The second loop of :func:`prefilter` and :func:`scan_prefilter`: append the events
+    flagged in the first ``nwords`` words of the block's flags (bytes 0 or 1: bit 8 b of a
+    word is flag b) to the outputs from ``k`` on, rehashing their lines; return the new
+    ``k``. At R = 0.01, 92 % of the words are 0."""
+    for w in range(nwords):
+        wv = words[w]
+        while wv != np.uint64(0):
+            j = 8 * w + np.int64(_ctz(wv) >> 3)
+            wv &= wv - np.uint64(1)
+            line = src[j] >> shift
+            z = _mix(line ^ key)
+            out_lines[k] = line
+            out_ops[k] = opmap[kinds[j]]
+            out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
+            out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
+            k += 1
+    return k
+
+
 @njit(**JIT)
 def prefilter(src, shift, kinds, opmap, lookup_mask, key, thresh, flags, out_lines, out_ops,
               out_hash, out_sub):  # fmt: skip
@@ -467,19 +493,8 @@ def prefilter(src, shift, kinds, opmap, lookup_mask, key, thresh, flags, out_lin
             flags[j] = _mix((s[j] >> shift) ^ key) <= top
         for j in range(m, (m + 7) // 8 * 8):
             flags[j] = 0
-        for w in range((m + 7) // 8):
-            wv = words[w]
-            while wv != np.uint64(0):
-                # the flags are bytes 0 or 1: bit 8 b of the word is flag b
-                j = 8 * w + np.int64(_ctz(wv) >> 3)
-                wv &= wv - np.uint64(1)
-                line = s[j] >> shift
-                z = _mix(line ^ key)
-                out_lines[k] = line
-                out_ops[k] = opmap[kd[j]]
-                out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
-                out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
-                k += 1
+        k = _take_flagged(words, (m + 7) // 8, s, shift, kd, opmap, key, out_lines, out_ops,
+                          out_hash, out_sub, k)  # fmt: skip
     return k, np.int64(lookups)
 
 
@@ -519,19 +534,8 @@ def scan_prefilter(addr, size, kind, line_bits, limit, key, thresh, flags, out_l
             flags[j] = _mix((x >> line_bits) ^ key) <= top
         for j in range(m, (m + 7) // 8 * 8):
             flags[j] = 0
-        for w in range((m + 7) // 8):
-            wv = words[w]
-            while wv != np.uint64(0):
-                # the flags are bytes 0 or 1: bit 8 b of the word is flag b
-                j = 8 * w + np.int64(_ctz(wv) >> 3)
-                wv &= wv - np.uint64(1)
-                line = a[j] >> line_bits
-                z = _mix(line ^ key)
-                out_lines[k] = line
-                out_ops[k] = OP_LOOKUP if kd[j] < 2 else OP_INVAL
-                out_hash[k] = np.int64(z >> np.uint64(64 - SAMPLE_BITS))
-                out_sub[k] = np.int64(z & np.uint64(SUBSAMPLES - 1))
-                k += 1
+        k = _take_flagged(words, (m + 7) // 8, a, line_bits, kd, TRACE_OPS, key, out_lines,
+                          out_ops, out_hash, out_sub, k)  # fmt: skip
     return k, lookups, np.int64(rejected)
 
 
