@@ -3,6 +3,8 @@ and the curves against the simulator at each level's capacity and geometry."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from conftest import examples
@@ -136,11 +138,12 @@ def test_sampling_does_not_depend_on_chunks_or_batches(kw, monkeypatch):
     size = np.full(n, 8, np.int64)
     kind = rng.choice(np.array([0, 1, 2], np.uint8), n, p=[0.7, 0.2, 0.1])
     ref = M.miss_ratio_curve([(addr, size, kind)], **kw)
-    monkeypatch.setattr(M, "PENDING", 5)
     monkeypatch.setattr(MS.FAState, "HBITS0", MK.GROUP_BITS)
-    for step in (1, 97, 2500):
-        chunks = [(addr[i : i + step], size[i : i + step], kind[i : i + step])
-                  for i in range(0, n, step)]  # fmt: skip
+    growing = [0, 1, 11, 111, 1111, n]  # each chunk larger: the buffers grow while holding
+    cuts = [[*range(0, n, step), n] for step in (1, 97, 2500)]
+    for pending, bounds in [*((5, c) for c in [*cuts, growing]), (10**9, growing)]:
+        monkeypatch.setattr(M, "PENDING", pending)
+        chunks = [(addr[i:j], size[i:j], kind[i:j]) for i, j in itertools.pairwise(bounds)]
         got = M.miss_ratio_curve(chunks, **kw)
         assert_array_equal(got.tail, ref.tail)
         assert got.sample == ref.sample and got.lookups == ref.lookups
