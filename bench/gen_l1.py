@@ -13,7 +13,7 @@ Usage::
     python bench/gen_l1.py --tree /tmp/base-genl1 --tree . [--repeat 3] [--block 8192 ...]
         [--case stencil7/skylake-sp/1 ...]
 
-``--block B`` adds the last tree with ``hroof.cachesim.simulator.BLOCK = B`` (the
+``--block B`` adds the last tree with ``hroof.cachesim._generated.BLOCK = B`` (the
 accesses generated at a time straight into L1) as one more variant.
 """
 
@@ -34,9 +34,9 @@ def worker(spec: dict) -> None:
     from hroof.studies.runs import simulate_kernel
 
     if spec.get("block"):
-        from hroof.cachesim import simulator
+        from hroof.cachesim import _generated
 
-        simulator.BLOCK = spec["block"]
+        _generated.BLOCK = spec["block"]
 
     simulate_kernel("triad", spec["machine"], classify=spec["classify"], n=1000)  # load
     w0, c0 = time.perf_counter(), time.process_time()

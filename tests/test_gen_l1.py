@@ -11,6 +11,7 @@ from test_fastpath import SMALL, counts
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, LevelConfig, Simulator, simulate
+from hroof.cachesim import _generated as G
 from hroof.cachesim import simulator as S
 from hroof.machine.model import resolve_machine
 from hroof.studies.runs import simulate_kernel
@@ -54,7 +55,7 @@ def test_generated_into_l1_equals_checked(name, hname, classify, monkeypatch):
     """Every built-in kernel, on every simulator path: blocks smaller than a chunk (so
     L1's output piles up over several blocks) and a chunk size that cuts the kernel's
     rows anywhere give the checked path's every counter."""
-    monkeypatch.setattr(S, "BLOCK", 96)
+    monkeypatch.setattr(G, "BLOCK", 96)
     plan = plan_kernel(name, **SMALL[name])
     h = HIER[hname]
     fast = simulate_kernel(plan, h, classify=classify, chunk_size=333)
@@ -66,7 +67,7 @@ def test_generated_into_l1_equals_checked(name, hname, classify, monkeypatch):
 @pytest.mark.parametrize("chunk", [1, 7, 100, 1 << 20])
 def test_block_and_chunk_sizes(block, chunk, monkeypatch):
     """Blocks of one iteration up to the whole trace, chunks down to one access."""
-    monkeypatch.setattr(S, "BLOCK", block)
+    monkeypatch.setattr(G, "BLOCK", block)
     plan = plan_kernel("stencil7", n=6, sweeps=2)
     h = HIER["nine"]
     ref = checked(plan, h, 1000, classify=True)
@@ -76,7 +77,7 @@ def test_block_and_chunk_sizes(block, chunk, monkeypatch):
 def test_the_output_buffer_fills_within_a_chunk(monkeypatch):
     """L1's output fills its buffer before a chunk ends (a miss and a writeback for every
     access): the levels below run then, and the counts stay the checked path's."""
-    monkeypatch.setattr(S, "BLOCK", 64)
+    monkeypatch.setattr(G, "BLOCK", 64)
     plan = plan_kernel("triad", n=4000)
     h = _h(("L1", 128, 1, 64), ("L2", 4096, 4, 64))
     sim = Simulator(h, classify=False)
@@ -94,7 +95,7 @@ def test_the_output_buffer_fills_within_a_chunk(monkeypatch):
 @pytest.mark.parametrize("machine", ["skylake-sp", "generic", "zen4"])
 @pytest.mark.parametrize("classify", [True, False])
 def test_machine_presets(machine, classify, monkeypatch):
-    monkeypatch.setattr(S, "BLOCK", 200)
+    monkeypatch.setattr(G, "BLOCK", 200)
     h = resolve_machine(machine)
     plan = plan_kernel("stencil7", n=10)
     assert counts(simulate_kernel(plan, h, classify=classify, chunk_size=1000)) == checked(
@@ -106,7 +107,7 @@ def test_machine_presets(machine, classify, monkeypatch):
 def test_two_threads_no_flush_steady_and_cores(name, monkeypatch):
     """The pipelined levels (threads=2), no flush, steady state (warm-up sweeps), and
     several cores (cores=2, which generates through the chunks as before)."""
-    monkeypatch.setattr(S, "BLOCK", 50)
+    monkeypatch.setattr(G, "BLOCK", 50)
     h = HIER["nine"]
     plan = plan_kernel(name, **SMALL[name])
     two = simulate_kernel(plan, h, classify=False, threads=2, chunk_size=300)
@@ -123,7 +124,7 @@ def test_two_threads_no_flush_steady_and_cores(name, monkeypatch):
     if name == "spmv":
         return  # no outer loop to split across cores
     a = simulate_kernel(plan, h, classify=True, cores=2, chunk_size=300)
-    monkeypatch.setattr(S, "BLOCK", 1 << 15)
+    monkeypatch.setattr(G, "BLOCK", 1 << 15)
     b = simulate_kernel(plan, h, classify=True, cores=2, chunk_size=1 << 20)
     assert counts(a) == counts(b)
 
@@ -132,7 +133,7 @@ def test_two_threads_no_flush_steady_and_cores(name, monkeypatch):
 def test_sample_sets(k, monkeypatch):
     """--sample-sets: a kernel with a set-sampled generator, and one without (its full
     trace filtered: the generated parts iterate as chunks)."""
-    monkeypatch.setattr(S, "BLOCK", 64)
+    monkeypatch.setattr(G, "BLOCK", 64)
     h = HIER["nine"]
     for plan in (plan_kernel("stencil7", n=10), plan_kernel("gemm", n=8)):
         fast = simulate_kernel(plan, h, classify=False, sample_sets=k, chunk_size=400)

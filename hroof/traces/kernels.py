@@ -375,6 +375,9 @@ class Generated:
     def feed_into(self, sim, progress: Callable[[int], None] | None = None) -> float:
         """Generate into ``sim`` (progress per chunk); return the seconds generating."""
         chunk = max(min(self.chunk_size, self.plan.accesses), 1)
+        # L1's output of a chunk: a request and a writeback at most an access, 16 bytes each
+        cap = max(chunk, self.plan.per_iteration)
+        check_memory(32 * cap, f"a chunk of {cap:,} accesses", hint="; lower --chunk-size")
         return sim.feed_generated(self.plan.gen, self.plan.args, self.start, self.stop,
                                   self.plan.per_iteration, chunk, progress)  # fmt: skip
 
