@@ -25,6 +25,7 @@ from hroof.cachesim import _prefetch_kernels as PFK
 from hroof.cachesim import _shadow_kernels as SHK
 from hroof.cachesim import _split_kernels as SPK
 from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
+from hroof.cachesim._generated import GeneratedFeed
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
     MISS_CLASSES,
@@ -79,7 +80,7 @@ def _event_arrays(n: int):
 _NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
 
 
-class Simulator:
+class Simulator(GeneratedFeed):
     """A set-associative LRU cache hierarchy fed a trace chunk by chunk.
 
     The model is the one of ``docs/cache-model.md``: LRU, non-inclusive and
@@ -311,15 +312,16 @@ class Simulator:
             self._run_pipelined(addr, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
-    def _pass(self, lvl, src, shift, size, kind, out) -> int:
-        """Run events through level ``lvl`` (growing the tables as needed); return events out.
+    def _pass(self, lvl, src, shift, size, kind, out, nout=0) -> int:
+        """Run events through level ``lvl`` (growing the tables as needed), appending what
+        it sends below to ``out`` from index ``nout``; return the events ``out`` holds then.
 
         At L1, ``src`` holds the trace's byte addresses and ``kind`` its kinds;
         below, ``src`` holds packed events and ``kind`` is ignored.
         """
         emit = lvl < len(self.hierarchy.levels) - 1
         level_pass = K.LEVEL_PASS[self.classify, lvl == 0]
-        i = nout = 0
+        i = 0
         while i < src.shape[0]:
             i, nout = level_pass(
                 lvl, src, shift, size, kind, i, self._geo, self._st, self._fl, self._sh,
@@ -354,20 +356,7 @@ class Simulator:
         i = 0
         lb = self.hierarchy.line_bits
         if self._split:
-            src, shift = addr, lb
-            for lvl in range(self._split):
-                out = self._out[lvl]
-                if out.ev.shape[0] < 2 * src.shape[0]:
-                    out = self._out[lvl] = K.Events(*_event_arrays(2 * src.shape[0]))
-                nout = self._pass(lvl, src, shift, size, kind, out)
-                src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
-            while i < src.shape[0]:
-                i = SPK.SPLIT_PASS[self.classify](
-                    self._split, src, size, i, self._geo, self._st, self._fl, self._sh,
-                    self._pol, self._pf, self._act[0], self._act[1],
-                )  # fmt: skip
-                if i < src.shape[0]:
-                    self._grow_flags(1)
+            self._run_split(0, addr, lb, size, kind)
             return
         while i < addr.shape[0]:
             i = PK.POLICY_PASS[self.classify](
@@ -375,6 +364,25 @@ class Simulator:
                 self._pf, self._act[0], self._act[1],
             )  # fmt: skip
             if i < addr.shape[0]:
+                self._grow_flags(1)
+
+    def _run_split(self, lvl, src, shift, size, kind) -> None:
+        """The split policy path from level ``lvl`` on: the plain passes of levels
+        ``lvl .. _split - 1``, then the rest access by access (arguments as
+        :meth:`_run_levels`)."""
+        i = 0
+        for j in range(lvl, self._split):
+            out = self._out[j]
+            if out.ev.shape[0] < 2 * src.shape[0]:
+                out = self._out[j] = K.Events(*_event_arrays(2 * src.shape[0]))
+            nout = self._pass(j, src, shift, size, kind, out)
+            src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
+        while i < src.shape[0]:
+            i = SPK.SPLIT_PASS[self.classify](
+                self._split, src, size, i, self._geo, self._st, self._fl, self._sh,
+                self._pol, self._pf, self._act[0], self._act[1],
+            )  # fmt: skip
+            if i < src.shape[0]:
                 self._grow_flags(1)
 
     def _run_pipelined(self, addr, size, kind) -> None:
@@ -581,7 +589,14 @@ def timing_dict(trace_s: float, generated: bool, check_s: float, simulate_s: flo
 
 def feed_all(sim, chunks: Iterable[Chunk], progress, trusted: bool = False) -> float:
     """Feed every chunk to ``sim`` (a :class:`Simulator` or a sampled one); return the
-    seconds spent producing the chunks (reading or generating the trace)."""
+    seconds spent producing the chunks (reading or generating the trace).
+
+    Trusted ``chunks`` that can feed a simulator themselves (``feed_into(sim, progress)``:
+    :meth:`hroof.traces.Plan.generated`) go straight into :meth:`Simulator.feed_generated`.
+    """
+    feed_into = getattr(chunks, "feed_into", None)
+    if trusted and feed_into is not None and hasattr(sim, "feed_generated"):
+        return feed_into(sim, progress)
     trace_s = 0.0
     it = iter(chunks)
     while True:

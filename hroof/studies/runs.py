@@ -70,10 +70,13 @@ def simulate_kernel(
         )  # fmt: skip
         if result is not None:  # else: the plan's full trace, filtered
             return result
+    own = own_generator(plan)
+    # hroof's own generators write straight into L1 (Plan.generated); a user's are checked
+    parts = plan.generated if own else plan.chunks
     return simulate(
         machine,
-        plan.chunks(chunk_size, start=plan.warmup) if steady else plan.chunks(chunk_size),
-        warmup=plan.chunks(chunk_size, stop=plan.warmup) if steady else None,
+        parts(chunk_size, start=plan.warmup) if steady else parts(chunk_size),
+        warmup=parts(chunk_size, stop=plan.warmup) if steady else None,
         classify=classify,
         flush=flush and not steady,
         flops=plan.flops,
@@ -82,7 +85,7 @@ def simulate_kernel(
         threads=threads,
         sample_sets=sample_sets,
         generated=True,
-        trusted=own_generator(plan),
+        trusted=own,
     )
 
 

@@ -287,6 +287,15 @@ class Plan:
             else:
                 yield addr[:n].copy(), size[:n].copy(), kind[:n].copy()
 
+    def generated(
+        self, chunk_size: int = CHUNK, *, start: int = 0, stop: int | None = None
+    ) -> Generated:
+        """Iterations ``start .. stop`` of the trace for a simulator: iterable as
+        :meth:`chunks` (reused buffers), and able to generate straight into a simulator's
+        L1 pass a cache-sized block at a time (:class:`Generated`)."""
+        return Generated(self, int(chunk_size), int(start),
+                         self.iterations if stop is None else int(stop))  # fmt: skip
+
     @property
     def steps(self) -> int:
         """Time steps of the trace, warm-up ones included (1 for a kernel that is not
@@ -340,6 +349,37 @@ class Plan:
             "counted_sweeps": self.sweeps,
         }
         return out
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Iterations ``start .. stop`` of a plan's trace, in chunks of ``chunk_size``
+    accesses (:meth:`Plan.generated`).
+
+    Iterating yields :meth:`Plan.chunks`. :meth:`feed_into` instead has a simulator
+    run the generator itself (:meth:`hroof.cachesim.Simulator.feed_generated`): the
+    accesses reach its L1 pass a block at a time, while the block is still in the
+    host's caches, instead of as 17-byte-an-access chunks written out and read back
+    twice (a count, then L1). Only for generators trusted to write valid accesses
+    (hroof's own: :func:`hroof.studies.runs.own_generator`).
+    """
+
+    plan: Plan
+    chunk_size: int
+    start: int
+    stop: int
+
+    def __iter__(self) -> Iterator[tuple]:
+        return self.plan.chunks(self.chunk_size, start=self.start, stop=self.stop)
+
+    def feed_into(self, sim, progress: Callable[[int], None] | None = None) -> float:
+        """Generate into ``sim`` (progress per chunk); return the seconds generating."""
+        chunk = max(min(self.chunk_size, self.plan.accesses), 1)
+        # L1's output of a chunk: a request and a writeback at most an access, 16 bytes each
+        cap = max(chunk, self.plan.per_iteration)
+        check_memory(32 * cap, f"a chunk of {cap:,} accesses", hint="; lower --chunk-size")
+        return sim.feed_generated(self.plan.gen, self.plan.args, self.start, self.stop,
+                                  self.plan.per_iteration, chunk, progress)  # fmt: skip
 
 
 def accounting(source: dict | None) -> dict:
