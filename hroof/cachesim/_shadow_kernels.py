@@ -117,6 +117,13 @@ def _hash(key, bits):
 
 
 @njit(**INLINE)
+def _u(i):
+    """An index known not to be negative, as an unsigned integer: Numba then indexes
+    without the wraparound of negative indices (a compare and a select an access)."""
+    return np.uint64(i)
+
+
+@njit(**INLINE)
 def _sh_slot(sh, lvl, line):
     """The table slot (relative to the level's part) of ``line``, or of the empty pair
     where it would go."""
@@ -126,7 +133,7 @@ def _sh_slot(sh, lvl, line):
     mask = (1 << bits) - 1
     h = _hash(line, bits)
     while True:
-        k = tab[2 * (base + h)]
+        k = tab[_u(2 * (base + h))]
         if k == line or k < 0:
             return h
         h = (h + 1) & mask
@@ -149,7 +156,7 @@ def _sh_tab_delete(sh, lvl, slot):
     j = slot
     while True:
         j = (j + 1) & mask
-        k = tab[2 * (base + j)]
+        k = tab[_u(2 * (base + j))]
         if k < 0:
             break
         home = _hash(k, bits)
@@ -159,10 +166,10 @@ def _sh_tab_delete(sh, lvl, slot):
         else:
             stays = home > i or home <= j
         if not stays:
-            tab[2 * (base + i)] = k
-            tab[2 * (base + i) + 1] = tab[2 * (base + j) + 1]
+            tab[_u(2 * (base + i))] = k
+            tab[_u(2 * (base + i) + 1)] = tab[_u(2 * (base + j) + 1)]
             i = j
-    tab[2 * (base + i)] = -1
+    tab[_u(2 * (base + i))] = -1
 
 
 @njit(**JIT)
@@ -178,11 +185,11 @@ def _sh_compact(sh, lvl):
             ahead = q[qo + p + PREFETCH_AHEAD]
             if ahead >= 0:
                 _sh_prefetch(sh, lvl, ahead)
-        v = q[qo + p]
+        v = q[_u(qo + p)]
         if v >= 0:
-            q[qo + j] = v
+            q[_u(qo + j)] = v
             s = _sh_slot(sh, lvl, v)
-            sh.tab[2 * (sh.toff[lvl] + s) + 1] = j
+            sh.tab[_u(2 * (sh.toff[lvl] + s) + 1)] = j
             j += 1
     meta[lvl, S_HEAD] = 0
     meta[lvl, S_TAIL] = j
@@ -207,26 +214,26 @@ def _sh_touch(sh, lvl, line, allocate):
     q = sh.queue
     qo = sh.qoff[lvl]
     pair = 2 * (sh.toff[lvl] + _sh_slot(sh, lvl, line))
-    if tab[pair] == line:
-        q[qo + tab[pair + 1]] = -1
-        q[qo + tail] = line
-        tab[pair + 1] = tail
+    if tab[_u(pair)] == line:
+        q[_u(qo + tab[_u(pair + 1)])] = -1
+        q[_u(qo + tail)] = line
+        tab[_u(pair + 1)] = tail
         meta[lvl, S_TAIL] = tail + 1
         meta[lvl, S_MRU] = line
         return True
     if not allocate:
         return False
-    tab[pair] = line
-    tab[pair + 1] = tail
-    q[qo + tail] = line
+    tab[_u(pair)] = line
+    tab[_u(pair + 1)] = tail
+    q[_u(qo + tail)] = line
     meta[lvl, S_TAIL] = tail + 1
     meta[lvl, S_MRU] = line
     live = meta[lvl, S_LIVE] + 1
     if live > sh.ncap[lvl]:
         head = meta[lvl, S_HEAD]
-        while q[qo + head] < 0:
+        while q[_u(qo + head)] < 0:
             head += 1
-        victim = q[qo + head]
+        victim = q[_u(qo + head)]
         meta[lvl, S_HEAD] = head + 1
         # The next victims are next in the queue: start reading their pairs.
         ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
@@ -258,28 +265,28 @@ def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, m
     mask = (1 << bits) - 1
     h = _hash(line, bits)
     while True:
-        k = tab[2 * (tbase + h)]
+        k = tab[_u(2 * (tbase + h))]
         if k == line or k < 0:
             break
         h = (h + 1) & mask
     pair = 2 * (tbase + h)
-    if tab[pair] == line:
-        q[qo + tab[pair + 1]] = -1
-        q[qo + tail] = line
-        tab[pair + 1] = tail
+    if tab[_u(pair)] == line:
+        q[_u(qo + tab[_u(pair + 1)])] = -1
+        q[_u(qo + tail)] = line
+        tab[_u(pair + 1)] = tail
         return True, head, tail + 1, live, line
     if not allocate:
         return False, head, tail, live, mru
-    tab[pair] = line
-    tab[pair + 1] = tail
-    q[qo + tail] = line
+    tab[_u(pair)] = line
+    tab[_u(pair + 1)] = tail
+    q[_u(qo + tail)] = line
     live += 1
     if live > cap:
-        while q[qo + head] < 0:
+        while q[_u(qo + head)] < 0:
             head += 1
-        victim = q[qo + head]
+        victim = q[_u(qo + head)]
         # The next victims are next in the queue: start reading their pairs.
-        ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
+        ahead = q[_u(qo + min(head + PREFETCH_AHEAD, tail))]
         if ahead >= 0:
             _prefetch(tab, 2 * (tbase + _hash(ahead, bits)))
         head += 1
