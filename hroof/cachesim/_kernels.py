@@ -242,16 +242,16 @@ def _flag_prefetch(fl, line, pt_bits):
     region = line >> PAGE_BITS
     rc = fl.rcache
     slot = region & (RCACHE - 1)
-    if rc[slot] == region:
-        _prefetch(fl.pages, rc[RCACHE + slot] * PAGE + (line & (PAGE - 1)))
+    if rc[_u(slot)] == region:
+        _prefetch(fl.pages, rc[_u(RCACHE + slot)] * PAGE + (line & (PAGE - 1)))
         return
     keys = fl.pt_keys
     mask = keys.shape[0] - 1
     h = _hash(region, pt_bits)
     while True:
-        k = keys[h]
+        k = keys[_u(h)]
         if k == region:
-            _prefetch(fl.pages, fl.pt_vals[h] * PAGE + (line & (PAGE - 1)))
+            _prefetch(fl.pages, fl.pt_vals[_u(h)] * PAGE + (line & (PAGE - 1)))
             return
         if k == -1:
             return
