@@ -63,9 +63,13 @@ def test_worked_example_of_the_docstring():
     assert (sh.meta[0, S.S_HEAD], sh.meta[0, S.S_TAIL]) == (1, 3)
 
 
+@pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("cap", [1, 2, 3, 5, 8])
 @pytest.mark.parametrize("seed", range(6))
-def test_random_ops_match_the_ordered_dict(cap, seed):
+def test_random_ops_match_the_ordered_dict(cap, seed, sparse, monkeypatch):
+    # sparse: the table of a small shadow (4 pairs a line); else that of a large one (2).
+    if not sparse:
+        monkeypatch.setattr(S, "SPARSE_CAP", 0)
     rng = np.random.default_rng(seed)
     n = 400
     ops = rng.choice(3, size=n, p=[0.7, 0.15, 0.15])
@@ -174,3 +178,13 @@ def test_queue_floor_of_a_larger_shadow_compacts_exactly():
         else:
             expect.append(int(naive.touch(x, op == 0)))
     assert out.tolist() == expect
+
+
+def test_table_sizes_by_capacity():
+    # Up to SPARSE_CAP lines, at least 4 pairs a line; above, at least 2 (powers of two).
+    c = S.SPARSE_CAP
+    sh = S.new_shadow([1, 768, c, c + 1])
+    pairs = (1 << sh.tbits).tolist()
+    # 1 line: 4 pairs (the least); 768: 3072 -> 4096; c: 4c; c + 1: 2c + 2 -> 4c.
+    assert pairs == [4, 4096, 4 * c, 4 * c]
+    assert (1 << int(S.new_shadow([2 * c]).tbits[0])) == 4 * c  # 2 pairs a line

@@ -81,6 +81,7 @@ from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the p
     _sh_store_meta,
     _sh_touch,
     _sh_touch_r,
+    _u,
 )
 
 # Access kinds in traces.
@@ -167,17 +168,17 @@ Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta", "rcache"])
 @njit(**INLINE)
 def _find(tags, base, ways, line):
     for p in range(ways):
-        if (tags[base + p] >> 1) == line:
+        if (tags[_u(base + p)] >> 1) == line:
             return p
     return -1
 
 
 @njit(**INLINE)
 def _to_front(tags, base, p, dirty):
-    t = tags[base + p] | dirty
+    t = tags[_u(base + p)] | dirty
     for q in range(p, 0, -1):
-        tags[base + q] = tags[base + q - 1]
-    tags[base] = t
+        tags[_u(base + q)] = tags[_u(base + q - 1)]
+    tags[_u(base)] = t
 
 
 @njit(**INLINE)
@@ -208,16 +209,16 @@ def _flag_index_b(fl, line, bits):
     region = line >> PAGE_BITS
     rc = fl.rcache
     slot = region & (RCACHE - 1)
-    if rc[slot] == region:
-        return rc[RCACHE + slot] * PAGE + (line & (PAGE - 1))
+    if rc[_u(slot)] == region:
+        return rc[_u(RCACHE + slot)] * PAGE + (line & (PAGE - 1))
     meta = fl.meta
     keys = fl.pt_keys
     cap = keys.shape[0]
     h = _hash(region, bits)
     while True:
-        k = keys[h]
+        k = keys[_u(h)]
         if k == region:
-            page = fl.pt_vals[h]
+            page = fl.pt_vals[_u(h)]
             break
         if k == -1:
             page = meta[M_NPAGES]
@@ -227,8 +228,8 @@ def _flag_index_b(fl, line, bits):
             fl.pt_vals[h] = page
             break
         h = (h + 1) & (cap - 1)
-    rc[slot] = region
-    rc[RCACHE + slot] = page
+    rc[_u(slot)] = region
+    rc[_u(RCACHE + slot)] = page
     return page * PAGE + (line & (PAGE - 1))
 
 
@@ -241,16 +242,16 @@ def _flag_prefetch(fl, line, pt_bits):
     region = line >> PAGE_BITS
     rc = fl.rcache
     slot = region & (RCACHE - 1)
-    if rc[slot] == region:
-        _prefetch(fl.pages, rc[RCACHE + slot] * PAGE + (line & (PAGE - 1)))
+    if rc[_u(slot)] == region:
+        _prefetch(fl.pages, rc[_u(RCACHE + slot)] * PAGE + (line & (PAGE - 1)))
         return
     keys = fl.pt_keys
     mask = keys.shape[0] - 1
     h = _hash(region, pt_bits)
     while True:
-        k = keys[h]
+        k = keys[_u(h)]
         if k == region:
-            _prefetch(fl.pages, fl.pt_vals[h] * PAGE + (line & (PAGE - 1)))
+            _prefetch(fl.pages, fl.pt_vals[_u(h)] * PAGE + (line & (PAGE - 1)))
             return
         if k == -1:
             return
@@ -289,21 +290,21 @@ def _count_first_writeback(ctr, fl, lvl, fi):
     """Count the writeback from level ``lvl`` of the line of flag word ``fi`` as a
     first one if the line never left ``lvl`` dirty before."""
     bit = np.int64(1) << (fl.meta[M_WB0] + lvl)
-    if (fl.pages[fi] & bit) == 0:
-        fl.pages[fi] |= bit
+    if (fl.pages[_u(fi)] & bit) == 0:
+        fl.pages[_u(fi)] |= bit
         ctr[lvl, C_WB_FIRST] += 1
 
 
 @njit(**INLINE)
 def _emit(out, nout, line, kind):
-    out.ev[nout] = (line << EV_BITS) | kind
+    out.ev[_u(nout)] = (line << EV_BITS) | kind
     return nout + 1
 
 
 @njit(**INLINE)
 def _emit_sized(out, nout, line, kind, nbytes):
-    out.ev[nout] = (line << EV_BITS) | kind
-    out.size[nout] = nbytes
+    out.ev[_u(nout)] = (line << EV_BITS) | kind
+    out.size[_u(nout)] = nbytes
     return nout + 1
 
 
@@ -318,16 +319,16 @@ def _touch(tags, base, ways, line, dirty):
     none).
     """
     new = (line << 1) | dirty
-    cur = tags[base]
+    cur = tags[_u(base)]
     if (cur >> 1) == line:
-        tags[base] = cur | dirty
+        tags[_u(base)] = cur | dirty
         return -2
     carry = new
     for p in range(ways):
-        cur = tags[base + p]
-        tags[base + p] = carry
+        cur = tags[_u(base + p)]
+        tags[_u(base + p)] = carry
         if (cur >> 1) == line:
-            tags[base] = new | (cur & 1)
+            tags[_u(base)] = new | (cur & 1)
             return -2
         carry = cur
     return carry
@@ -430,10 +431,10 @@ def _make_level_pass(CLASSIFY, TOP):
                     if pf_fl:
                         _flag_prefetch(fl, ahead, pt_bits)
             if TOP:
-                line = src[i] >> shift
-                t = np.int64(kind[i])
+                line = src[_u(i)] >> shift
+                t = np.int64(kind[_u(i)])
             else:
-                e = src[i]
+                e = src[_u(i)]
                 line = e >> EV_BITS
                 t = e & EV_MASK
             base = off + (line & mask if mask >= 0 else line % nsets) * ways
@@ -466,8 +467,8 @@ def _make_level_pass(CLASSIFY, TOP):
                     else:
                         fi = _flag_index_b(fl, line, pt_bits)
                         bit = np.int64(1) << (SEEN_BIT0 + lvl)
-                        if (fl.pages[fi] & bit) == 0:
-                            fl.pages[fi] |= bit
+                        if (fl.pages[_u(fi)] & bit) == 0:
+                            fl.pages[_u(fi)] |= bit
                         else:
                             cls = 1
                     ctr[lvl, C_COMP + cls] += 1

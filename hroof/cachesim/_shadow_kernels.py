@@ -14,7 +14,8 @@ a linked list, so that most of its memory traffic is sequential:
     recently used first, and ``live`` counts them.
 ``tab`` (int64 pairs: a line, then its slot in the queue; ``-1`` if empty)
     An open-addressing table with linear probing, a power of two of at least
-    twice the capacity in pairs (load at most one half), mapping every line
+    twice the capacity in pairs (load at most one half; four times, load at
+    most a quarter, up to ``SPARSE_CAP`` lines), mapping every line
     held by the shadow to its queue slot. Key and value share a host cache
     line, so a lookup reads one line of memory (the probe rarely passes it).
 
@@ -39,8 +40,9 @@ and their table values rewritten (at most ``capacity`` moves every
 ``S_MRU``, the line referenced last (``-1`` after a drop), which lets a run
 of references to one line skip the table. The level pass keeps these columns
 in registers (:func:`_sh_touch_r`, the same operations as :func:`_sh_touch`).
-Per line of capacity the shadow costs 32 bytes of table and 8 x ``qcap /
-capacity`` bytes of queue (``qcap`` is 4 x the capacity, and at least
+Per line of capacity the shadow costs 32 bytes of table (64 up to
+``SPARSE_CAP`` lines; up to twice that, the table being a power of two) and
+8 x ``qcap / capacity`` bytes of queue (``qcap`` is 4 x the capacity, and at least
 ``QUEUE_MIN`` slots from ``QUEUE_MIN_CAP`` lines up).
 """
 
@@ -75,6 +77,20 @@ QUEUE_MIN = 1 << 14
 QUEUE_MIN_CAP = 64
 #: How many events (or queue slots) ahead the passes start their memory reads.
 PREFETCH_AHEAD = 8
+
+#: Shadows of up to ``SPARSE_CAP`` lines (a 2 MiB level of 64-byte lines) get a table
+#: of at least 4 pairs a line (load at most 1/4, 2 MiB at most), larger ones 2 (load at
+#: most 1/2): at load 1/2 a lookup of an absent line probes 2.5 pairs on average and the
+#: probe loop's exit is mispredicted often; at 1/4, 1.4. Measured on the random stream
+#: (same run): L1 pass 46 against 70 ns an event, L2 60-68 against 98-106; an L3 table
+#: of 4 pairs a line (32 MiB) measured no clear gain over 2.
+SPARSE_CAP = 1 << 15
+
+
+def _table_factor(cap: int) -> int:
+    """Table pairs per line of capacity (at least) of a shadow of ``cap`` lines."""
+    return 4 if cap <= SPARSE_CAP else 2
+
 
 Shadow = namedtuple("Shadow", ["tab", "queue", "toff", "tbits", "qoff", "qcap", "ncap", "meta"])
 
@@ -117,6 +133,13 @@ def _hash(key, bits):
 
 
 @njit(**INLINE)
+def _u(i):
+    """An index known not to be negative, as an unsigned integer: Numba then indexes
+    without the wraparound of negative indices (a compare and a select an access)."""
+    return np.uint64(i)
+
+
+@njit(**INLINE)
 def _sh_slot(sh, lvl, line):
     """The table slot (relative to the level's part) of ``line``, or of the empty pair
     where it would go."""
@@ -126,7 +149,7 @@ def _sh_slot(sh, lvl, line):
     mask = (1 << bits) - 1
     h = _hash(line, bits)
     while True:
-        k = tab[2 * (base + h)]
+        k = tab[_u(2 * (base + h))]
         if k == line or k < 0:
             return h
         h = (h + 1) & mask
@@ -149,7 +172,7 @@ def _sh_tab_delete(sh, lvl, slot):
     j = slot
     while True:
         j = (j + 1) & mask
-        k = tab[2 * (base + j)]
+        k = tab[_u(2 * (base + j))]
         if k < 0:
             break
         home = _hash(k, bits)
@@ -159,10 +182,10 @@ def _sh_tab_delete(sh, lvl, slot):
         else:
             stays = home > i or home <= j
         if not stays:
-            tab[2 * (base + i)] = k
-            tab[2 * (base + i) + 1] = tab[2 * (base + j) + 1]
+            tab[_u(2 * (base + i))] = k
+            tab[_u(2 * (base + i) + 1)] = tab[_u(2 * (base + j) + 1)]
             i = j
-    tab[2 * (base + i)] = -1
+    tab[_u(2 * (base + i))] = -1
 
 
 @njit(**JIT)
@@ -178,11 +201,11 @@ def _sh_compact(sh, lvl):
             ahead = q[qo + p + PREFETCH_AHEAD]
             if ahead >= 0:
                 _sh_prefetch(sh, lvl, ahead)
-        v = q[qo + p]
+        v = q[_u(qo + p)]
         if v >= 0:
-            q[qo + j] = v
+            q[_u(qo + j)] = v
             s = _sh_slot(sh, lvl, v)
-            sh.tab[2 * (sh.toff[lvl] + s) + 1] = j
+            sh.tab[_u(2 * (sh.toff[lvl] + s) + 1)] = j
             j += 1
     meta[lvl, S_HEAD] = 0
     meta[lvl, S_TAIL] = j
@@ -207,26 +230,26 @@ def _sh_touch(sh, lvl, line, allocate):
     q = sh.queue
     qo = sh.qoff[lvl]
     pair = 2 * (sh.toff[lvl] + _sh_slot(sh, lvl, line))
-    if tab[pair] == line:
-        q[qo + tab[pair + 1]] = -1
-        q[qo + tail] = line
-        tab[pair + 1] = tail
+    if tab[_u(pair)] == line:
+        q[_u(qo + tab[_u(pair + 1)])] = -1
+        q[_u(qo + tail)] = line
+        tab[_u(pair + 1)] = tail
         meta[lvl, S_TAIL] = tail + 1
         meta[lvl, S_MRU] = line
         return True
     if not allocate:
         return False
-    tab[pair] = line
-    tab[pair + 1] = tail
-    q[qo + tail] = line
+    tab[_u(pair)] = line
+    tab[_u(pair + 1)] = tail
+    q[_u(qo + tail)] = line
     meta[lvl, S_TAIL] = tail + 1
     meta[lvl, S_MRU] = line
     live = meta[lvl, S_LIVE] + 1
     if live > sh.ncap[lvl]:
         head = meta[lvl, S_HEAD]
-        while q[qo + head] < 0:
+        while q[_u(qo + head)] < 0:
             head += 1
-        victim = q[qo + head]
+        victim = q[_u(qo + head)]
         meta[lvl, S_HEAD] = head + 1
         # The next victims are next in the queue: start reading their pairs.
         ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
@@ -258,28 +281,28 @@ def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, m
     mask = (1 << bits) - 1
     h = _hash(line, bits)
     while True:
-        k = tab[2 * (tbase + h)]
+        k = tab[_u(2 * (tbase + h))]
         if k == line or k < 0:
             break
         h = (h + 1) & mask
     pair = 2 * (tbase + h)
-    if tab[pair] == line:
-        q[qo + tab[pair + 1]] = -1
-        q[qo + tail] = line
-        tab[pair + 1] = tail
+    if tab[_u(pair)] == line:
+        q[_u(qo + tab[_u(pair + 1)])] = -1
+        q[_u(qo + tail)] = line
+        tab[_u(pair + 1)] = tail
         return True, head, tail + 1, live, line
     if not allocate:
         return False, head, tail, live, mru
-    tab[pair] = line
-    tab[pair + 1] = tail
-    q[qo + tail] = line
+    tab[_u(pair)] = line
+    tab[_u(pair + 1)] = tail
+    q[_u(qo + tail)] = line
     live += 1
     if live > cap:
-        while q[qo + head] < 0:
+        while q[_u(qo + head)] < 0:
             head += 1
-        victim = q[qo + head]
+        victim = q[_u(qo + head)]
         # The next victims are next in the queue: start reading their pairs.
-        ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
+        ahead = q[_u(qo + min(head + PREFETCH_AHEAD, tail))]
         if ahead >= 0:
             _prefetch(tab, 2 * (tbase + _hash(ahead, bits)))
         head += 1
@@ -317,9 +340,9 @@ def new_shadow(caps: list[int]) -> Shadow:
     ncap = np.array(caps, dtype=np.int64)
     if (ncap < 1).any():
         raise ValueError(f"shadow capacities must be positive, got {caps}")
-    # At least 2 x capacity pairs, and 4: a miss inserts before it evicts, and the
-    # backward-shift deletion needs an empty pair to stop at.
-    tsize = [1 << max(2, (2 * c - 1).bit_length()) for c in caps]
+    # At least 2 x capacity pairs (4 x up to SPARSE_CAP lines), and 4: a miss inserts
+    # before it evicts, and the backward-shift deletion needs an empty pair to stop at.
+    tsize = [1 << max(2, (_table_factor(c) * c - 1).bit_length()) for c in caps]
     tbits = np.array([t.bit_length() - 1 for t in tsize], dtype=np.int64)
     toff = np.concatenate(([0], np.cumsum(tsize)[:-1])).astype(np.int64)
     qcap = np.maximum(QUEUE_FACTOR * ncap, np.where(ncap >= QUEUE_MIN_CAP, QUEUE_MIN, 0))
