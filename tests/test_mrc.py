@@ -115,6 +115,29 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
     assert_array_equal(cut.misses(caps), naive_fa_misses(lines, ops, caps.tolist()))
 
 
+@pytest.mark.parametrize("slack", [2, 3, 8])
+@pytest.mark.parametrize("kw", [{"rate": 0.5}, {"sample_size": 20}])
+def test_compaction_keeps_the_sampled_curve(kw, slack, monkeypatch):
+    """Samplers renumber their times too (the fixed-size one also drops the keys of the
+    lines sampled out): tiny trees give the default trees' curve."""
+    rng = np.random.default_rng(slack)
+    lines, ops = _random_events(rng, 4000, 90)
+
+    def curve():
+        sd = M.StackDistances(64, **kw)
+        for lo in range(0, len(lines), 37):
+            sd.feed(lines[lo : lo + 37], ops[lo : lo + 37])
+        return sd.finish()
+
+    whole = curve()
+    monkeypatch.setattr(MS.FAState, "MIN_TREE", 128)
+    monkeypatch.setattr(MS.FAState, "TREE_SLACK", slack)
+    monkeypatch.setattr(M, "PENDING", 16)
+    cut = curve()
+    assert_array_equal(cut.tail, whole.tail)
+    assert cut.sample == whole.sample
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_table_growth_keeps_the_curve(seed, monkeypatch):
     """A table of 8 slots (its least: one group) at the start grows many times: each

@@ -15,7 +15,7 @@ from numba.core import config
 
 from hroof._base.jit import INLINE, JIT
 from hroof.cachesim import _kernels as K
-from hroof.cachesim._shadow_kernels import PREFETCH_AHEAD, _prefetch
+from hroof.cachesim._shadow_kernels import PREFETCH_AHEAD, _prefetch, _u
 
 if config.DISABLE_JIT:
 
@@ -114,7 +114,7 @@ def _slot(table, line, hbits):
     mask = (table.shape[0] >> 1) - 1
     s = _home(line, hbits)
     while True:
-        k = table[2 * s]
+        k = table[_u(2 * s)]
         if k == line or k < 0:
             return s
         s = (s + 1) & mask
@@ -133,11 +133,11 @@ def _popcount(x):
 def _mark(words, btree, t, v):
     """Set (``v = 1``) or clear (``v = -1``) the entry at time ``t``."""
     b = t >> 6
-    words[b] ^= np.uint64(1) << np.uint64(t & 63)
+    words[_u(b)] ^= np.uint64(1) << np.uint64(t & 63)
     i = b + 1
     n = btree.shape[0]
     while i < n:
-        btree[i] += v
+        btree[_u(i)] += v
         i += i & (-i)
 
 
@@ -146,8 +146,8 @@ def _move(words, btree, t, now):
     """Clear the entry at time ``t`` and set the one at ``now`` (``t < now``): the two
     Fenwick updates walk up from their blocks only until their chains meet, where the
     -1 and the +1 cancel (a reuse within one 64-time block touches no tree node)."""
-    words[t >> 6] ^= np.uint64(1) << np.uint64(t & 63)
-    words[now >> 6] ^= np.uint64(1) << np.uint64(now & 63)
+    words[_u(t >> 6)] ^= np.uint64(1) << np.uint64(t & 63)
+    words[_u(now >> 6)] ^= np.uint64(1) << np.uint64(now & 63)
     i = (t >> 6) + 1
     j = (now >> 6) + 1
     n = btree.shape[0]
@@ -155,12 +155,12 @@ def _move(words, btree, t, now):
         if i < j:
             if i >= n:
                 break
-            btree[i] -= 1
+            btree[_u(i)] -= 1
             i += i & (-i)
         else:
             if j >= n:
                 break
-            btree[j] += 1
+            btree[_u(j)] += 1
             j += j & (-j)
 
 
@@ -172,18 +172,18 @@ def _after(words, btree, t, now):
     bt = t >> 6
     bn = now >> 6
     if bt == bn:
-        w = words[bt] >> np.uint64(t & 63) >> np.uint64(1)
+        w = words[_u(bt)] >> np.uint64(t & 63) >> np.uint64(1)
         return _popcount(w & ((np.uint64(1) << np.uint64(now - t - 1)) - np.uint64(1)))
-    s = _popcount(words[bt] >> np.uint64(t & 63) >> np.uint64(1))
-    s += _popcount(words[bn] & ((np.uint64(1) << np.uint64(now & 63)) - np.uint64(1)))
+    s = _popcount(words[_u(bt)] >> np.uint64(t & 63) >> np.uint64(1))
+    s += _popcount(words[_u(bn)] & ((np.uint64(1) << np.uint64(now & 63)) - np.uint64(1)))
     i = bn
     j = bt + 1
     while i != j:
         if i > j:
-            s += btree[i]
+            s += btree[_u(i)]
             i -= i & (-i)
         else:
-            s -= btree[j]
+            s -= btree[_u(j)]
             j -= j & (-j)
     return s
 
@@ -283,8 +283,8 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
             _prefetch(table, 2 * _home(src[i + 2 * PREFETCH_AHEAD] >> shift, hbits))
             a = src[i + PREFETCH_AHEAD] >> shift
             ha = _home(a, hbits)
-            if table[2 * ha] == a and table[2 * ha + 1] >= 0:
-                _prefetch(words, table[2 * ha + 1] >> 6)
+            if table[_u(2 * ha)] == a and table[_u(2 * ha + 1)] >= 0:
+                _prefetch(words, table[_u(2 * ha + 1)] >> 6)
         if fixed:
             if hashes[i] >= thresh:
                 continue
@@ -294,11 +294,11 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
             break
         s = _slot(table, line, hbits)
         fresh = False
-        if table[2 * s] != line:
+        if table[_u(2 * s)] != line:
             if op == OP_INVAL:
                 continue
-            table[2 * s] = line
-            table[2 * s + 1] = -1
+            table[_u(2 * s)] = line
+            table[_u(2 * s + 1)] = -1
             nkeys += 1
             fresh = True
             if fixed:
@@ -314,11 +314,11 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
                     pairs_l[p], pairs_l[j] = pairs_l[j], pairs_l[p]
                     j = p
                 nsampled += 1
-        t = table[2 * s + 1]
+        t = table[_u(2 * s + 1)]
         if op >= OP_INVAL:
             if t >= 0:
                 nholes = _heap_push(heap, nholes, t)
-                table[2 * s + 1] = -1
+                table[_u(2 * s + 1)] = -1
                 invals += 1
         else:
             if op == OP_LOOKUP:
@@ -340,7 +340,7 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
                     if fixed:
                         fhist[np.int64(d * scale)] += scale
                     else:
-                        hist[d] += 1
+                        hist[_u(d)] += 1
                 if nholes > 0 and (t < 0 or heap[0] > t):
                     h = heap[0]
                     nholes = _heap_pop(heap, nholes)
@@ -352,7 +352,7 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
                 else:
                     live += 1
                     _mark(words, btree, now, 1)
-                table[2 * s + 1] = now
+                table[_u(2 * s + 1)] = now
                 now += 1
             elif op == OP_LOOKUP:
                 if fixed:
@@ -578,6 +578,33 @@ def split_sample(lines, ops, hashes, subs, threshs, out_lines, out_ops, out_hash
     for j in range(nsub, 0, -1):
         starts[j] = starts[j - 1]
     starts[0] = 0
+
+
+@njit(**JIT)
+def renumber(words, now, table, heap, nholes, base):
+    """Give every live time (a set bit of ``words`` below ``now``) its rank among them, in
+    the table's values and the first ``nholes`` entries of the holes heap (order kept:
+    the heap stays a heap); return the live times counted. ``base`` (scratch, at least
+    ``(now + 63) // 64 + 1`` entries) gets the live times before each word. The bitmap
+    itself is rebuilt by the caller."""
+    nw = (now + 63) >> 6
+    c = 0
+    for w in range(nw):
+        base[w] = c
+        c += _popcount(words[w])
+    base[nw] = c
+    for i in range(1, table.shape[0], 2):
+        v = table[i]
+        if v >= 0:
+            w = v >> 6
+            below = words[w] & ((np.uint64(1) << np.uint64(v & 63)) - np.uint64(1))
+            table[i] = base[w] + _popcount(below)
+    for i in range(nholes):
+        v = heap[i]
+        w = v >> 6
+        below = words[w] & ((np.uint64(1) << np.uint64(v & 63)) - np.uint64(1))
+        heap[i] = base[w] + _popcount(below)
+    return c
 
 
 @njit(**JIT)

@@ -38,9 +38,11 @@ def _pow2_at_least(n: int) -> int:
 def _times(cap: int, live: int):
     """The entry bitmap of ``cap`` times (``cap`` a multiple of 64) with times
     ``0..live-1`` set, and the Fenwick tree (int32) of its 64-time blocks' counts."""
-    bits = np.zeros(cap, dtype=np.uint8)
-    bits[:live] = 1
-    words = np.packbits(bits, bitorder="little").view(np.uint64).copy()
+    words = np.zeros(cap // 64, dtype=np.uint64)
+    full, rest = divmod(live, 64)
+    words[:full] = np.uint64(2**64 - 1)
+    if rest:
+        words[full] = np.uint64((1 << rest) - 1)
     counts = np.minimum(np.maximum(live - 64 * np.arange(cap // 64), 0), 64)
     i = np.arange(cap // 64 + 1, dtype=np.int64)
     low = i & -i
@@ -55,6 +57,10 @@ class FAState:
 
     BLOCK = 1 << 16  # events per kernel call (bounds what the driver reserves)
     MIN_TREE = 1 << 16  # least times in the tree (at the start and after a compaction)
+    #: A compaction sizes the tree for this many times the live entries and the batch:
+    #: 1.5 bits a time (bitmap and tree), against the hash table's 32 bytes a line or more,
+    #: and a compaction every (TREE_SLACK - 1) x live references at least.
+    TREE_SLACK = 8
     HBITS0 = 14  # the hash table's slots at the start: 2**HBITS0 (at least GROUP_BITS)
 
     def __init__(self, scale: float = 1.0, thresh: int = SAMPLE_P, size_cap: int = 0,
@@ -99,13 +105,9 @@ class FAState:
         now = int(meta[M_NOW])
         live = int(meta[M_LIVE])
         nholes = int(meta[M_NHOLES])
-        alive = np.unpackbits(self.words.view(np.uint8), bitorder="little")[:now]
-        assert int(alive.sum()) == live, "stack entries and tree disagree"
-        rank = np.cumsum(alive, dtype=np.int64) - alive
-        vals = self.table[1::2]
-        present = vals >= 0
-        vals[present] = rank[vals[present]]
-        self.heap[:nholes] = rank[self.heap[:nholes]]
+        base = np.empty((now + 63) // 64 + 1, dtype=np.int64)
+        counted = MK.renumber(self.words, now, self.table, self.heap, nholes, base)
+        assert counted == live, "stack entries and tree disagree"
         if self.size_cap:
             # Drop the keys of lines sampled out by the lowered threshold.
             keys = self.table[0::2]
@@ -114,12 +116,13 @@ class FAState:
             subs = np.empty_like(hashes)
             MK.sample_hash(keys[used], self.key, hashes, subs)
             keep = hashes < meta[M_THRESH]
+            vals = self.table[1::2]
             k, v = keys[used][keep], vals[used][keep]
             self.table = np.full(self.table.shape[0], -1, dtype=np.int64)
             MK.rehash(k, v, self.table, int(meta[M_HBITS]))
             meta[M_NKEYS] = int(keep.sum())
         meta[M_NOW] = live
-        cap = max(self.MIN_TREE, 128, _pow2_at_least(2 * (live + need)))
+        cap = max(self.MIN_TREE, 128, _pow2_at_least(self.TREE_SLACK * (live + need)))
         self.words, self.btree = _times(cap, live)
 
     def feed(self, src: np.ndarray, ops: np.ndarray, hashes: np.ndarray, shift: int = 0,

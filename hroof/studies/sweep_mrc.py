@@ -8,7 +8,7 @@ largest point (or a chosen one) again from the kernel's trace, with the
 point's warm-up run and not counted, so that it counts what the sweep counted.
 
 Cost, and the ``mode`` rule (``docs/mrc.md``, "In sweep reports"): the exact
-pass costs about twice one classified simulation of the point, plus
+pass costs about 1.3 times one classified simulation of the point, plus
 generating its trace again; SHARDS (a rate of a few hundredths) costs the
 trace generation and a few percent of a simulation. ``"auto"`` (the default)
 draws the largest point with at most :data:`AUTO_MAX_ACCESSES` accesses (so
