@@ -154,14 +154,17 @@ def stride_train(pf, lvl, line):
     pf.meta[PM_CLOCK] += 1
     now = pf.meta[PM_CLOCK]
     e = -1
-    old = base
     for r in range(base, base + pf.ssz[lvl]):
         if tab[r, 0] == page:
             e = r
             break
-        if tab[r, 4] < tab[old, 4]:
-            old = r
     if e < 0:
+        # A new page: the least recently used row (the first of the oldest stamp). Found
+        # rows (most lookups) skip this second scan.
+        old = base
+        for r in range(base + 1, base + pf.ssz[lvl]):
+            if tab[r, 4] < tab[old, 4]:
+                old = r
         tab[old, 0] = page
         tab[old, 1] = line
         tab[old, 2] = 0
