@@ -80,6 +80,7 @@ from hroof.cachesim._prefetch_kernels import (
     PM_PAGE_BITS,
     PM_PAIR_BITS,
     find,
+    stride_row,
     touch,
 )
 
@@ -156,11 +157,9 @@ def _guess(pf, lvl, hint, line):
         return line + 1
     if hint == 2:
         return line ^ 1
-    page = line >> pf.meta[PM_PAGE_BITS]
-    tab = pf.tab
-    for r in range(pf.soff[lvl], pf.soff[lvl] + pf.ssz[lvl]):
-        if tab[r, 0] == page:
-            return line + pf.dist[lvl] * tab[r, 2]
+    r = stride_row(pf, lvl, line >> pf.meta[PM_PAGE_BITS])
+    if r >= 0:
+        return line + pf.dist[lvl] * pf.tab[r, 2]
     return line
 
 
