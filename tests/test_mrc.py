@@ -115,8 +115,9 @@ def test_compaction_keeps_the_curve(seed, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_table_growth_keeps_the_curve(seed, monkeypatch):
-    """A table of 8 slots (its least: one group) at the start grows many times; each time the pass stops at
-    half full, the driver grows it and the pass goes on where it stopped."""
+    """A table of 8 slots (its least: one group) at the start grows many times; each time
+    the pass stops at half full, the driver grows it and the pass goes on where it
+    stopped."""
     rng = np.random.default_rng(300 + seed)
     lines, ops = _random_events(rng, 3000, 400)
     monkeypatch.setattr(MS.FAState, "HBITS0", MK.GROUP_BITS)

@@ -400,7 +400,7 @@ class StackDistances:
             self._out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64))  # fmt: skip
             if p:
-                for new, cur in zip(self._buf, old):
+                for new, cur in zip(self._buf, old, strict=True):
                     new[:p] = cur[:p]
 
     def _add_pending(self, k: int, nlookups: int, thresh: int) -> None:
