@@ -54,7 +54,10 @@ def run(tree: Path, machine: Path, classify: bool) -> tuple[float, dict]:
     argv += [str(machine), "--json", "-q", "--threads", "1"]
     argv += [] if classify else ["--no-classify"]
     env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    # From the tree: ``python -m`` puts the working directory before PYTHONPATH, so run
+    # from a checkout every case imported that checkout's hroof, --base's included.
+    out = subprocess.run(argv, env=env, cwd=tree, check=True, capture_output=True, text=True)
+    out = out.stdout
     d = json.loads(out)
     return d["timing"]["simulate_s"], d
 

@@ -75,6 +75,7 @@ from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the p
     S_TAIL,
     Shadow,
     _hash,
+    _log2_ceil,
     _prefetch,
     _sh_drop,
     _sh_prefetch,
@@ -196,11 +197,7 @@ def _flag_index(fl, line):
     A direct-mapped cache of ``RCACHE`` recent regions in front of the hash
     table serves kernels that stream through several arrays at once.
     """
-    cap = fl.pt_keys.shape[0]
-    bits = 0
-    while (1 << bits) < cap:
-        bits += 1
-    return _flag_index_b(fl, line, bits)
+    return _flag_index_b(fl, line, _log2_ceil(fl.pt_keys.shape[0]))
 
 
 @njit(**INLINE)

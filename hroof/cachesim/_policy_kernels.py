@@ -70,6 +70,7 @@ from hroof.cachesim._prefetch_kernels import (
     T_MISS,
     T_PF_HIT,
     find,
+    insert,
     targets,
     touch,
 )
@@ -194,10 +195,15 @@ def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, pf, classify):
 @njit(**INLINE)
 def _insert_up(j, line, dirty, geo, st, fl, sh, pol, pf, classify):
     """Level ``j`` inserts ``line`` (MRU, ``dirty``); its victim, if it goes anywhere, is
-    sent down at once. Returns the slot base of the line's set."""
+    sent down at once. Returns the slot base of the line's set.
+
+    The line is absent at ``j``: every caller inserts it where its lookup (or a
+    prefetch's) just missed, and nothing in between moves a line up (the victims
+    of the levels below go further down; an inclusive level's eviction only
+    removes copies above it), so the set is shifted without comparing."""
     nlev = geo.nlevels
     b = _base(geo, j, line)
-    victim = touch(st.tags, b, geo.ways[j], line, 1 if dirty else 0)
+    victim = insert(st.tags, b, geo.ways[j], line, 1 if dirty else 0)
     if victim >= 0:
         if victim & PF_BIT:
             pf.ctr[j, PC_USELESS] += 1
@@ -220,8 +226,11 @@ def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
     if find(tags, _base(geo, u, y), geo.ways[u], y) >= 0:
         return
     pc[u, PC_FILLED] += 1
+    # y's flag word, found once: every level the request misses marks y seen there.
+    fi = 0
     if classify:
-        _mark_seen(fl, u, y)
+        fi = _flag_index(fl, y)
+        fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + u)
         _sh_touch(sh, u, y, True)
     d = False
     lv = u + 1
@@ -245,7 +254,7 @@ def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
             break
         pc[lv, PC_MISSES] += 1
         if classify:
-            _mark_seen(fl, lv, y)
+            fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lv)
         act[lv] = _A_THROUGH if through else _A_FILL
         lv += 1
     for j in range(lv - 1, u, -1):

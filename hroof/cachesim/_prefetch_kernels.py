@@ -21,6 +21,11 @@ State (:class:`Prefetch`, flat arrays):
 ``tab`` (rows x 5: page, last line, stride in lines, confirmed, stamp)
     Stride streams of every level; the stamp (``meta[3]``, a clock, at the
     row's last use) orders them by recency; an empty row is all ``-1``.
+``hint`` (levels x ``2**HINT_BITS``)
+    Where a page's stride row likely is: a direct-mapped cache of rows keyed by a
+    hash of the page (``-1``: none), checked against the row before use, so
+    that a lookup finds the row the scan of the level's rows would find (a
+    page is in at most one row) without scanning (:func:`stride_row`).
 ``ctr`` (levels x ``NPCTR``)
     The prefetch counters, indices ``PC_*``.
 ``meta``
@@ -39,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from hroof._base.jit import INLINE
+from hroof.cachesim._shadow_kernels import _hash
 
 PF_BIT = np.int64(1) << np.int64(62)
 LINE_MASK = (np.int64(1) << np.int64(61)) - np.int64(1)  # of ``tag >> 1``
@@ -77,7 +83,10 @@ T_MISS = 1
 T_HIT = 2
 T_PF_HIT = 3  # a hit on a line whose prefetched bit was set
 
-Prefetch = namedtuple("Prefetch", "kind dist soff ssz tab ctr meta out")
+#: log2 of the stride row hints per level (``hint``).
+HINT_BITS = 5
+
+Prefetch = namedtuple("Prefetch", "kind dist soff ssz tab hint ctr meta out")
 
 
 def new_prefetch(levels, line_bits: int) -> Prefetch:
@@ -99,6 +108,7 @@ def new_prefetch(levels, line_bits: int) -> Prefetch:
         soff=soff,
         ssz=ssz,
         tab=tab,
+        hint=np.full((nlev, 1 << HINT_BITS), -1, dtype=np.int64),
         ctr=np.zeros((nlev, NPCTR), dtype=np.int64),
         meta=meta,
         out=np.zeros(max(2, 1 << int(meta[PM_PAIR_BITS])), dtype=np.int64),
@@ -134,6 +144,37 @@ def touch(tags, base, ways, line, dirty):
 
 
 @njit(**INLINE)
+def insert(tags, base, ways, line, dirty):
+    """:func:`touch` of a line known to be absent from its set (a miss), without comparing:
+    makes ``line`` MRU (``dirty``) and returns the evicted slot value (-1 if none),
+    prefetched bit included."""
+    last = tags[base + ways - 1]
+    for p in range(ways - 1, 0, -1):
+        tags[base + p] = tags[base + p - 1]
+    tags[base] = (line << 1) | dirty
+    return last
+
+
+@njit(**INLINE)
+def stride_row(pf, lvl, page):
+    """The row of level ``lvl``'s stride table holding ``page``, or -1: the hinted row
+    if it holds the page, else a scan of the level's rows (whose result becomes the
+    hint). A page is in at most one row (a row takes a page only when no row has
+    it), so the hint changes no result, only the time to find it."""
+    tab = pf.tab
+    h = _hash(page, HINT_BITS)
+    e = pf.hint[lvl, h]
+    if e >= 0 and tab[e, 0] == page:
+        return e
+    base = pf.soff[lvl]
+    for r in range(base, base + pf.ssz[lvl]):
+        if tab[r, 0] == page:
+            pf.hint[lvl, h] = r
+            return r
+    return -1
+
+
+@njit(**INLINE)
 def stride_train(pf, lvl, line):
     """Train level ``lvl``'s stride table on a demand lookup of ``line``; return the
     line to prefetch, or -1.
@@ -153,15 +194,14 @@ def stride_train(pf, lvl, line):
     page = line >> pb
     pf.meta[PM_CLOCK] += 1
     now = pf.meta[PM_CLOCK]
-    e = -1
-    old = base
-    for r in range(base, base + pf.ssz[lvl]):
-        if tab[r, 0] == page:
-            e = r
-            break
-        if tab[r, 4] < tab[old, 4]:
-            old = r
+    e = stride_row(pf, lvl, page)
     if e < 0:
+        # A new page: the least recently used row (the first of the oldest stamp).
+        old = base
+        for r in range(base + 1, base + pf.ssz[lvl]):
+            if tab[r, 4] < tab[old, 4]:
+                old = r
+        pf.hint[lvl, _hash(page, HINT_BITS)] = old
         tab[old, 0] = page
         tab[old, 1] = line
         tab[old, 2] = 0

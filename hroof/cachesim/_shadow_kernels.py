@@ -54,6 +54,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils, config
+from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
 from hroof._base.jit import INLINE, JIT
@@ -124,6 +125,22 @@ else:
             return context.get_dummy_value()
 
         return types.void(arr, i), codegen
+
+
+if config.DISABLE_JIT:
+
+    def _log2_ceil(n):
+        """The least ``b`` with ``2**b >= n`` (``n >= 1``)."""
+        return int(n - 1).bit_length()
+
+else:
+
+    @njit(**INLINE)
+    def _log2_ceil(n):
+        """The least ``b`` with ``2**b >= n`` (``n >= 1``), as the loop ``while (1 << b) <
+        n: b += 1`` computes it, in one instruction (a count of leading zeros) instead
+        of a loop: the policy kernels derive a table's size this way at every lookup."""
+        return 64 - np.int64(leading_zeros(np.int64(n - 1)))
 
 
 @njit(**INLINE)

@@ -40,6 +40,8 @@ from hroof.cachesim._kernels import (
     M_NPAGES,
     M_PT_USED,
     PAGE,
+    PF_MISS_RATE,
+    PF_WINDOW,
     PREFETCH_AHEAD,
     _flag_prefetch,
     _prefetch,
@@ -78,6 +80,7 @@ from hroof.cachesim._prefetch_kernels import (
     PM_PAGE_BITS,
     PM_PAIR_BITS,
     find,
+    stride_row,
     touch,
 )
 
@@ -154,11 +157,9 @@ def _guess(pf, lvl, hint, line):
         return line + 1
     if hint == 2:
         return line ^ 1
-    page = line >> pf.meta[PM_PAGE_BITS]
-    tab = pf.tab
-    for r in range(pf.soff[lvl], pf.soff[lvl] + pf.ssz[lvl]):
-        if tab[r, 0] == page:
-            return line + pf.dist[lvl] * tab[r, 2]
+    r = stride_row(pf, lvl, line >> pf.meta[PM_PAGE_BITS])
+    if r >= 0:
+        return line + pf.dist[lvl] * pf.tab[r, 2]
     return line
 
 
@@ -212,6 +213,15 @@ def _make_split_pass(CLASSIFY):
         pt_bits = 0
         while (1 << pt_bits) < pt_cap:
             pt_bits += 1
+        # Whether the top level's lookups miss often (more than one in PF_MISS_RATE of the
+        # last PF_WINDOW events): only then is a later event's state below the top level,
+        # or that of the victim of its fill, worth reading ahead. Behind a prefetcher at the
+        # top level they mostly hit, and those reads (sets and shadow pairs of the largest
+        # level) would only take the host's memory bandwidth and cache from the others.
+        deep = True
+        top_misses = 0
+        window = start
+        window_misses = 0
         i = start
         while i < n:
             if CLASSIFY and (
@@ -219,16 +229,26 @@ def _make_split_pass(CLASSIFY):
             ):
                 return i
             if CLASSIFY and i + PREFETCH_AHEAD < n:
+                if i - window == PF_WINDOW:
+                    deep = (top_misses - window_misses) * PF_MISS_RATE > PF_WINDOW
+                    window = i
+                    window_misses = top_misses
                 # Start the memory reads of a later event at every level (its sets, its
                 # shadow pairs, its flag word), as the classified plain passes do: the
                 # shadows are large, and these reads would otherwise miss the host's caches.
-                # (Without classification this measured no faster.)
-                ahead = ev[i + PREFETCH_AHEAD] >> EV_BITS
-                for u in range(top, nlev):
-                    _prefetch(tags, _base(geo, u, ahead))
-                    _sh_prefetch(sh, u, ahead)
+                # (Without classification this measured no faster.) A writeback goes no
+                # further than the top level, and triggers no prefetcher.
+                e_ahead = ev[i + PREFETCH_AHEAD]
+                ahead = e_ahead >> EV_BITS
+                demand = (e_ahead & EV_MASK) != EV_WB
+                _prefetch(tags, _base(geo, top, ahead))
+                _sh_prefetch(sh, top, ahead)
+                if deep and demand:
+                    for u in range(top + 1, nlev):
+                        _prefetch(tags, _base(geo, u, ahead))
+                        _sh_prefetch(sh, u, ahead)
                 _flag_prefetch(fl, ahead, pt_bits)
-                if pf_hint != 0:
+                if pf_hint != 0 and demand:
                     # The line the first prefetcher would request for it.
                     y = _guess(pf, pf_first, pf_hint, ahead)
                     for u in range(pf_first, nlev):
@@ -237,9 +257,11 @@ def _make_split_pass(CLASSIFY):
                 if i + HALF_AHEAD < n:
                     # The lines the top level would evict for a later event's fill and for
                     # its prefetch: start reading their state below, where they go.
-                    soon = ev[i + HALF_AHEAD] >> EV_BITS
-                    _hint_victim(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
-                    if pf_hint != 0 and pf_first == top:
+                    e_soon = ev[i + HALF_AHEAD]
+                    soon = e_soon >> EV_BITS
+                    if deep:
+                        _hint_victim(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
+                    if pf_hint != 0 and pf_first == top and (e_soon & EV_MASK) != EV_WB:
                         y = _guess(pf, pf_first, pf_hint, soon)
                         _hint_victim(top, y, victims_below, geo, tags, fl, sh, pt_bits)
             e = ev[i]
@@ -286,6 +308,8 @@ def _make_split_pass(CLASSIFY):
                         _to_front(tags, b, p, 0)
                     break
                 ctr[lv, C_MISSES] += 1
+                if lv == top:
+                    top_misses += 1
                 cls = 0
                 if CLASSIFY:
                     if _mark_seen(fl, lv, line):
