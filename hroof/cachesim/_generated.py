@@ -12,8 +12,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
-from hroof.cachesim import _stream_kernels as SK
-from hroof.cachesim._chunks import _split_lines
+from hroof.cachesim._chunks import _split_lines, _trusted_chunk
 
 #: Accesses a kernel's generator writes at a time in :meth:`Simulator.feed_generated`:
 #: 17 bytes each (address, size, kind), 1.1 MB, about a server core's L2, where a chunk
@@ -55,8 +54,6 @@ class GeneratedFeed:
         addr = np.empty(cap, dtype=np.int64)
         size = np.empty(cap, dtype=np.int64)
         kind = np.empty(cap, dtype=np.uint8)
-        bits = SK.addr_limit_bits(lb)
-        limit = 1 << bits
         core = self._st.core
         gen_s = 0.0
         pos, end = int(start), int(stop)
@@ -70,10 +67,7 @@ class GeneratedFeed:
                 gen_s += t1 - t0
                 if n == 0:
                     raise RuntimeError(f"generator made no progress at {pos}")
-                a, sz, k = addr[:n], size[:n], kind[:n]
-                bad, _, _, straddles, *counts = SK.scan_chunk(a, sz, k, lb, limit)
-                if bad:
-                    raise HroofError(f"{bad} addresses are negative or not below 2**{bits}")
+                a, sz, k, straddles, counts = _trusted_chunk(addr[:n], size[:n], kind[:n], lb)
                 core += counts
                 if straddles:
                     a, sz, k = _split_lines(a, sz, k, lb)
