@@ -172,6 +172,37 @@ def test_sampling_does_not_depend_on_chunks_or_batches(kw, monkeypatch):
         assert got.sample == ref.sample and got.lookups == ref.lookups
 
 
+@pytest.mark.parametrize("kw", [{"rate": 0.3, "seed": 5}, {"sample_size": 64}])
+def test_two_threads_give_the_same_sampled_curve(kw, monkeypatch):
+    """threads=2 hashes a chunk's two halves at once and feeds the sample beside its
+    sub-samples: the same curve, counts and error estimate as one thread, for chunks cut
+    anywhere (odd lengths, a straddling access or a bad one in either half)."""
+    rng = np.random.default_rng(8)
+    n = 5001
+    addr = rng.integers(0, 2500, n) * 64
+    size = np.full(n, 8, np.int64)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n, p=[0.7, 0.2, 0.1])
+    straddle = addr + 60  # 8 bytes from 4 before a line's end: the simulator's way
+    straddle[: n // 2] = addr[: n // 2]  # ... in the second half only
+    chunks = [(addr[i:j], size[i:j], kind[i:j]) for i, j in [(0, 1), (1, 1000), (1000, n)]]
+    chunks.append((straddle, size, kind))
+    monkeypatch.setattr(M, "PENDING", 700)
+    ref = M.miss_ratio_curve(chunks, **kw)
+    monkeypatch.setattr(M, "SPLIT_FROM", 2)
+    got = M.miss_ratio_curve(chunks, **kw, threads=2)
+    assert_array_equal(got.tail, ref.tail)
+    assert got.sample == ref.sample and got.lookups == ref.lookups
+    sd = M.StackDistances(64, threads=2, **kw)
+    assert sd.feed_trace(addr, size, kind, 6)
+    assert not sd.feed_trace(straddle, size, kind, 6)
+    assert not sd.feed_trace(straddle[::-1].copy(), size, kind, 6)  # ... in the first half
+    assert sd.lookups == np.count_nonzero(kind < 2)  # the rejected chunks counted nothing
+    bad = addr.copy()
+    bad[-1] = -64  # a negative address in the second half
+    with pytest.raises(HroofError, match="addresses are negative"):
+        M.miss_ratio_curve([(bad, size, kind)], **kw, threads=2)
+
+
 @pytest.mark.parametrize("stride", [1, 7, 8, 64, 4096])
 def test_strided_streams_equal_the_naive_twin(stride):
     """Lines a stride apart: the hash table keeps groups of 8 consecutive lines in
@@ -496,6 +527,7 @@ def test_fixed_size_keeps_its_bound():
         ({"sample_size": 3}, "sample size"),
         ({"max_ways": 0}, "max_ways"),
         ({"sets": 0}, "sets"),
+        ({"rate": 0.1, "threads": 3}, "threads"),
     ],
 )
 def test_bad_parameters(kwargs, match):
@@ -603,6 +635,33 @@ def test_cli_json_level_and_sample(capsys):
     assert json.loads(out)["sample"]["seed"] == 3
 
 
+def test_cli_threads(capsys, monkeypatch):
+    """--threads 2 gives the same curve and says so; auto takes two for a large sampled
+    curve when a CPU is idle, one otherwise (and for the exact curve)."""
+    import json
+    from types import SimpleNamespace
+
+    from helpers import run_cli
+
+    from hroof.cli import mrc as cli_mrc
+    from hroof.studies import runs
+
+    argv = ["mrc", "triad", "n=40000", "--sample", "0.2", "--no-simulate", "-q"]
+    monkeypatch.setattr(M, "SPLIT_FROM", 1000)
+    outs = [run_cli(capsys, *argv, "--threads", t, "--json")[1] for t in ("1", "2")]
+    assert json.loads(outs[0]) == json.loads(outs[1])
+    code, out, _ = run_cli(capsys, *argv, "--threads", "2")
+    assert code == 0 and "hash seed 0, 2 threads" in out
+    monkeypatch.setattr(runs, "second_cpu_free", lambda: True)
+    args = SimpleNamespace(threads="auto", sample=0.01, sample_size=None)
+    assert cli_mrc._threads(args, 10**7) == 2 and cli_mrc._threads(args, None) == 2
+    assert cli_mrc._threads(args, 1000) == 1
+    assert cli_mrc._threads(SimpleNamespace(threads="auto", sample=None, sample_size=None),
+                            10**7) == 1  # fmt: skip
+    monkeypatch.setattr(runs, "second_cpu_free", lambda: False)
+    assert cli_mrc._threads(args, 10**7) == 1
+
+
 def test_cli_text_says_what_more_capacity_would_give(capsys):
     from helpers import run_cli
 
@@ -625,6 +684,8 @@ def test_cli_text_says_what_more_capacity_would_give(capsys):
         (["mrc", "stencil7", "--out", "x.txt"], [".png"]),
         (["mrc", "stencil7", "--flops", "10"], ["--trace"]),
         (["mrc", "stencil7", "--sample-size", "3"], ["sample size"]),
+        (["mrc", "stencil7", "--threads", "2"], ["--threads 2", "sampled"]),
+        (["mrc", "stencil7", "--threads", "3"], ["--threads"]),
     ],
 )
 def test_cli_bad_input(capsys, argv, words):

@@ -109,6 +109,12 @@ MIN_SAMPLED_LINES = 10_000
 #: few enough that the buffers they fill stay in pages already touched (at 64 Ki a SHARDS
 #: pass of stencil7 n=128 took 900 page faults and 21.1 ms, at 16 Ki 230 and 19.0 ms).
 PENDING = 1 << 14
+
+#: With ``threads=2``, a trace chunk of at least this many accesses is checked and
+#: hashed in two halves at once, and a batch of at least this many pending sampled
+#: events feeds the sample and its sub-samples at once: below, handing work to the
+#: other thread (tens of microseconds) costs more than it saves.
+SPLIT_FROM = 1 << 16
 _MASKS: dict[bytes, np.uint64] = {}
 
 
@@ -151,6 +157,11 @@ class StackDistances:
         (starting at ``rate`` or 1).
     seed : int
         Key of the sampling hash, ``0 <= seed < 2**32`` (:func:`sampling_key`).
+    threads : int
+        1, or 2 for a sampled curve to use a second thread (the same curve): the
+        input check and hash filter of a trace chunk run on its two halves at once,
+        and the sample's stack pass runs beside its sub-samples'. The exact pass is
+        one chain of dependent updates and stays on one thread.
 
     Notes
     -----
@@ -161,7 +172,7 @@ class StackDistances:
 
     def __init__(self, line: int = 64, *, sets: int | None = None, max_ways: int = 32,
                  rate: float | None = None, sample_size: int | None = None,
-                 seed: int = 0):  # fmt: skip
+                 seed: int = 0, threads: int = 1):  # fmt: skip
         if isinstance(line, bool) or not isinstance(line, int) or line < 1 or line & (line - 1):
             raise HroofError(f"line must be a power of two number of bytes, got {line!r}")
         if sets is not None and (isinstance(sets, bool) or not isinstance(sets, int) or sets < 1):
@@ -178,9 +189,15 @@ class StackDistances:
             )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
             raise HroofError(f"the sampling seed must be a whole number below 2**32, got {seed!r}")
+        if threads not in (1, 2) or isinstance(threads, bool):
+            raise HroofError(f"threads must be 1 or 2, got {threads!r}")
         if sample_size is not None and rate is None:
             rate = 1.0
         self.seed = seed
+        self.threads = threads if rate is not None else 1
+        self._pool = None  # the second thread's executor (threads=2), made when first used
+        self._half = None  # the second half's outputs (threads=2)
+        self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.key = sampling_key(seed)
         self.line = line
         self.sets = sets
@@ -201,7 +218,7 @@ class StackDistances:
                 FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
                 for _ in range(SUBSAMPLES)
             ]
-        self._buf = self._out = None
+        self._buf = self._out = self._out2 = None
         self._pending = self._pending_thresh = 0  # sampled events not yet fed (``_flush``)
         self._starts = np.zeros(SUBSAMPLES + 1, dtype=np.int64)
         self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
@@ -257,14 +274,36 @@ class StackDistances:
         p = self._pending
         self._reserve(p + n)
         limit = 1 << addr_limit_bits(line_bits)
-        k, nlookups, rejected = MK.scan_prefilter(
-            addr, size, kind, line_bits, limit, self.key, thresh, self._flags,
-            *(b[p:] for b in self._buf),
-        )  # fmt: skip
-        if rejected:
+        args = (line_bits, limit, self.key, thresh)
+        h = n // 2 if self.threads == 2 and n >= SPLIT_FROM else n
+        if h < n:  # the second half on the other thread, into its own outputs
+            if self._half is None or self._half[0].shape[0] < n - h:
+                self._half = tuple(np.empty(n - h, dtype=b.dtype) for b in self._buf)
+            other = self._executor().submit(
+                MK.scan_prefilter, addr[h:], size[h:], kind[h:], *args, self._flags2,
+                *self._half,
+            )  # fmt: skip
+        try:
+            k, nlookups, rejected = MK.scan_prefilter(
+                addr[:h], size[:h], kind[:h], *args, self._flags, *(b[p:] for b in self._buf)
+            )
+        finally:
+            k2, nlookups2, rejected2 = other.result() if h < n else (0, 0, 0)
+        if rejected or rejected2:
             return False
-        self._add_pending(k, nlookups, thresh)
+        if k2:
+            for b, half in zip(self._buf, self._half, strict=True):
+                b[p + k : p + k + k2] = half[:k2]
+        self._add_pending(k + k2, nlookups + nlookups2, thresh)
         return True
+
+    def _executor(self):
+        """The second thread (``threads=2``): one worker, made when first needed."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="hroof-mrc")
+        return self._pool
 
     def _reserve(self, n: int) -> None:
         """Buffers for ``n`` events, the pending ones kept (reused: no page faults per batch)."""
@@ -275,6 +314,7 @@ class StackDistances:
                          np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))  # fmt: skip
             self._out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64))  # fmt: skip
+            self._out2 = tuple(np.empty_like(b) for b in self._out) if self.threads == 2 else None
             if p:
                 for new, cur in zip(self._buf, old, strict=True):
                     new[:p] = cur[:p]
@@ -301,7 +341,20 @@ class StackDistances:
         if not k:
             return
         sl, so, sh, ss = (b[:k] for b in self._buf)
-        out_l, out_o, out_h = self._out
+        if self.threads == 2 and self.subs and k >= SPLIT_FROM:
+            # The sample on the other thread (its own outputs), the sub-samples here.
+            main = self._executor().submit(self._feed_main, sl, so, sh, ss, thresh, self._out2)
+            try:
+                self._feed_subs(sl, so, sh, ss)
+            finally:
+                main.result()
+            return
+        self._feed_main(sl, so, sh, ss, thresh, self._out)
+        self._feed_subs(sl, so, sh, ss)
+
+    def _feed_main(self, sl, so, sh, ss, thresh: int, out) -> None:
+        """Feed the sample the pending events (those still below its threshold)."""
+        out_l, out_o, out_h = out
         # Thresholds only fall: every pending event hashes below ``thresh`` >= ``t``.
         t = int(self.fa.meta[M_THRESH])
         if t >= thresh:
@@ -310,8 +363,12 @@ class StackDistances:
             m = MK.filter_sample(sl, so, sh, ss, t, -1, out_l, out_o, out_h)
             if m:
                 self.fa.feed(out_l[:m], out_o[:m], out_h[:m])
+
+    def _feed_subs(self, sl, so, sh, ss) -> None:
+        """Feed each sub-sample its pending events."""
         if not self.subs:
             return
+        out_l, out_o, out_h = self._out
         threshs = np.array([s.meta[M_THRESH] for s in self.subs], dtype=np.int64)
         MK.split_sample(sl, so, sh, ss, threshs, out_l, out_o, out_h, self._starts)
         for j, state in enumerate(self.subs):
@@ -365,6 +422,9 @@ class StackDistances:
     def finish(self, source: dict | None = None) -> MissRatioCurve:
         """The curve of everything fed so far."""
         self._flush()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         fa = self.fa
         sa = None
         if self.sa_hist is not None:
@@ -493,6 +553,7 @@ def miss_ratio_curve(
     source: dict | None = None,
     progress: Callable[[int], None] | None = None,
     warmup: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    threads: int = 1,
 ) -> MissRatioCurve:
     """The miss-ratio curve of a trace, or of the stream reaching one level of a hierarchy.
 
@@ -518,6 +579,8 @@ def miss_ratio_curve(
     warmup : iterable of (addr, size, kind), optional
         Accesses run before ``chunks`` and not counted (as :func:`hroof.cachesim.simulate`'s
         ``warmup``): the stacks start warm, the curve counts ``chunks`` only.
+    threads : int
+        2: a sampled curve uses a second thread (:class:`StackDistances`); the same curve.
 
     Returns
     -------
@@ -557,8 +620,9 @@ def miss_ratio_curve(
     if max_ways is None:
         max_ways = 32
     sd = StackDistances(
-        line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size, seed=seed
-    )
+        line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size, seed=seed,
+        threads=threads,
+    )  # fmt: skip
     tap = _tap_class()(
         HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
         target,

@@ -91,8 +91,9 @@ def _csv(report) -> str:
     return buf.getvalue()
 
 
-def format_mrc(report, *, title: str) -> str:
-    """The text report: the curve's facts, knees against layer conditions, levels, AIs."""
+def format_mrc(report, *, title: str, threads: int = 1) -> str:
+    """The text report: the curve's facts, knees against layer conditions, levels, AIs
+    (``threads``: the threads the sampled pass ran on)."""
     c = report.curve
     out = [title, ""]
     facts = [
@@ -110,6 +111,7 @@ def format_mrc(report, *, title: str) -> str:
             f"{format_bytes(s['resolution_lines'] * c.line)}, estimated mean error "
             f"{s['error_estimate']:.4f} (miss ratio), {s.get('sampled_lines', 0):,} distinct "
             f"lines sampled, hash seed {s.get('seed', 0)}"
+            + (f", {threads} threads" if threads > 1 else "")
         )
         if s.get("warning"):
             facts += textwrap.wrap("Warning: " + s["warning"], 100)
@@ -203,6 +205,27 @@ def _more_capacity_sentence(report) -> list[str]:
     return ["", *textwrap.wrap(text, 100)]
 
 
+#: ``--threads auto`` samples on two threads from this many accesses.
+TWO_THREADS_FROM = 1_000_000
+
+
+def _threads(args, total: int | None) -> int:
+    """``--threads``: 1, 2 (a sampled curve only), or auto: two for a sampled curve of
+    :data:`TWO_THREADS_FROM` accesses or more when a second CPU is idle, else one."""
+    sampled = args.sample is not None or args.sample_size is not None
+    if args.threads == "2" and not sampled:
+        raise HroofError(
+            "--threads 2 is for a sampled curve (--sample or --sample-size): the exact "
+            "pass is one chain of dependent updates"
+        )
+    if args.threads != "auto":
+        return int(args.threads)
+    from hroof.studies.runs import second_cpu_free
+
+    big = total is None or total >= TWO_THREADS_FROM
+    return 2 if sampled and big and second_cpu_free() else 1
+
+
 #: What to do when the simulation's classification would not fit.
 _NO_SIM = "; --no-simulate draws the curve without the simulation that classifies"
 
@@ -265,11 +288,12 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         lcs = {}
     title += f", stream into {machine.levels[target].name} of {machine.name}"
     passes = 1 if args.no_simulate else 2  # the curve's pass, then the simulation
+    threads = _threads(args, total)
     with Progress(passes * total if total else None, enabled=False if args.quiet else None) as bar:
         curve = miss_ratio_curve(
             chunks(), machine, level=target, sets=args.sets, max_ways=args.max_ways,
             rate=args.sample, sample_size=args.sample_size, seed=args.sample_seed, source=source,
-            progress=bar,
+            progress=bar, threads=threads,
         )  # fmt: skip
         sim = None
         if not args.no_simulate:
@@ -284,7 +308,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     if args.json:
         emit(json.dumps(rep.to_dict(), indent=1))
     else:
-        text = format_mrc(rep, title=title)
+        text = format_mrc(rep, title=title, threads=threads)
         for path, what in ((args.csv, "curve"), (args.out, "figure")):
             if path:
                 text += f"\nwrote {path} ({what})"
@@ -349,6 +373,15 @@ def register(sub, machine_sub) -> None:
         default=0,
         metavar="N",
         help="key of the sampling hash (another seed samples other lines; default 0)",
+    )
+    p.add_argument(
+        "--threads",
+        choices=("auto", "1", "2"),
+        default="auto",
+        help="2: a sampled curve checks and hashes each chunk's two halves at once and runs "
+        "the sample beside its sub-samples (the same curve); auto (default): two for --sample "
+        "or --sample-size from 1,000,000 accesses when a second CPU is idle (load average), "
+        "else one. The exact curve runs on one thread",
     )
     p.add_argument(
         "--no-simulate",

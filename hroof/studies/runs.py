@@ -110,6 +110,12 @@ def two_threads_pay(accesses: int | None, machine: HierarchyConfig, classify: bo
     pipelined = not classify and len(machine.levels) > 1 and machine.plain
     if not pipelined or accesses is None or accesses < TWO_THREADS_FROM:
         return False
+    return second_cpu_free()
+
+
+def second_cpu_free() -> bool:
+    """True when this process may use two CPUs and the 1-minute load average is below
+    their number less one half (on a busy machine a second thread waits for a CPU)."""
     try:
         cpus = len(os.sched_getaffinity(0))
         load = os.getloadavg()[0]
