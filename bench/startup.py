@@ -11,7 +11,11 @@ itself:
    whose machine code is already in Numba's on-disk cache (Numba's first call loads
    its typing and target registries whatever the function);
 5. ``hroof --help`` (no Numba: the parser and the command modules);
-6. ``hroof simulate triad n=1000`` (warm: its kernels cached on disk).
+6. ``hroof simulate triad n=1000``: engine auto, which runs this small kernel on the
+   plain-Python reference model and never imports Numba;
+7. the same with ``--engine numba`` (warm: its kernels cached on disk);
+8. the crossover: ``hroof simulate`` of larger kernels on each engine
+   (``--crossover``, triad and stencil7 from 10,000 to 160,000 accesses).
 
 It prints the best (and median) CPU seconds (user + system of the child, steadier
 than wall time on a shared machine) and wall seconds of each over ``--repeat`` runs.
@@ -44,6 +48,20 @@ def total(a):
 """
 
 
+#: Kernels of about 10,000 to 160,000 accesses (triad: 3 an element; stencil7: 8 a point).
+CROSSOVER = [
+    ("triad", "n=3333"),
+    ("triad", "n=6667"),
+    ("triad", "n=13333"),
+    ("triad", "n=26667"),
+    ("triad", "n=53333"),
+    ("stencil7", "n=12"),
+    ("stencil7", "n=16"),
+    ("stencil7", "n=20"),
+    ("stencil7", "n=27"),
+]
+
+
 def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float]:
     """CPU seconds (user + sys) and wall seconds of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -58,6 +76,12 @@ def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument(
+        "--crossover",
+        action="store_true",
+        help="also time larger kernels on both engines (where the reference model's time "
+        "reaches the simulator's start-up)",
+    )
     args = ap.parse_args()
     py = sys.executable
     hroof = os.path.join(os.path.dirname(py), "hroof")
@@ -71,8 +95,16 @@ def main() -> None:
             ("import numpy, numba", [py, "-c", "import numpy, numba"]),
             ("floor: + one cached @njit call", [py, "-c", floor]),
             ("hroof --help", [hroof, "--help"]),
-            ("hroof simulate triad n=1000", [hroof, "simulate", "triad", "n=1000"]),
-        ]
+            ("hroof simulate triad n=1000 (auto: reference)", [hroof, "simulate", "triad",
+                                                               "n=1000"]),
+            ("hroof simulate triad n=1000 --engine numba", [hroof, "simulate", "triad", "n=1000",
+                                                            "--engine", "numba"]),
+        ]  # fmt: skip
+        if args.crossover:
+            for kernel, params in CROSSOVER:
+                for engine in ("reference", "numba"):
+                    cases.append((f"{kernel} {params} --engine {engine}",
+                                  [hroof, "simulate", kernel, *params.split(), "--engine", engine]))  # fmt: skip
         for _, cmd in cases:  # warm: compile the trivial function, hroof's kernels
             run(cmd, cwd=tmp)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
