@@ -14,7 +14,9 @@ itself:
 6. ``hroof simulate triad n=1000``: engine auto, which runs this small kernel on the
    plain-Python reference model and never imports Numba;
 7. the same with ``--engine numba`` (warm: its kernels cached on disk);
-8. the crossover: ``hroof simulate`` of larger kernels on each engine
+8. with ``--base DIR``, ``python -m hroof simulate triad n=1000`` run from another
+   source tree (the code before a change), in the same rounds;
+9. the crossover: ``hroof simulate`` of larger kernels on each engine
    (``--crossover``, triad and stencil7 from 10,000 to 160,000 accesses).
 
 It prints the best (and median) CPU seconds (user + system of the child, steadier
@@ -77,6 +79,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument(
+        "--base",
+        metavar="DIR",
+        help="also time 'python -m hroof simulate triad n=1000' from this source tree (e.g. "
+        "'git archive REV' unpacked): python -m puts the working directory first on sys.path",
+    )
+    ap.add_argument(
         "--crossover",
         action="store_true",
         help="also time larger kernels on both engines (where the reference model's time "
@@ -100,17 +108,21 @@ def main() -> None:
             ("hroof simulate triad n=1000 --engine numba", [hroof, "simulate", "triad", "n=1000",
                                                             "--engine", "numba"]),
         ]  # fmt: skip
+        if args.base:
+            cases.append(("base tree: python -m hroof simulate triad n=1000",
+                          [py, "-m", "hroof", "simulate", "triad", "n=1000"]))  # fmt: skip
         if args.crossover:
             for kernel, params in CROSSOVER:
                 for engine in ("reference", "numba"):
                     cases.append((f"{kernel} {params} --engine {engine}",
                                   [hroof, "simulate", kernel, *params.split(), "--engine", engine]))  # fmt: skip
-        for _, cmd in cases:  # warm: compile the trivial function, hroof's kernels
-            run(cmd, cwd=tmp)
+        cwds = {name: args.base if name.startswith("base") else tmp for name, _ in cases}
+        for name, cmd in cases:  # warm: compile the trivial function, hroof's kernels
+            run(cmd, cwd=cwds[name])
         times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
         for _ in range(args.repeat):
             for name, cmd in cases:
-                times[name].append(run(cmd, cwd=tmp))
+                times[name].append(run(cmd, cwd=cwds[name]))
     print(f"load average {os.getloadavg()[0]:.1f}; best (median) of {args.repeat} runs")
     print("| command | CPU s | wall s |")
     print("|---|---:|---:|")

@@ -388,10 +388,10 @@ def register(sub, machine_sub) -> None:
         "--engine",
         choices=("auto", "numba", "reference"),
         default="auto",
-        help="what simulates a kernel: numba, the compiled simulator (any size; about 0.35 s "
+        help="what simulates a kernel: numba, the compiled simulator (any size; about 0.6 s "
         "to load Numba and its cached kernels before the first access); reference, the "
         "plain-Python reference model the tests hold the simulator to (the same counts, "
-        "hundreds of times slower an access, Numba never loaded; one core, no --sample-sets "
+        "about a hundred times slower an access, Numba never loaded; one core, no --sample-sets "
         "or --threads 2, hroof's own kernels); auto (default): reference for a kernel of at "
         f"most {AUTO_MAX_ACCESSES:,} accesses it supports, else numba. A --trace file always "
         "runs on numba",

@@ -2,9 +2,10 @@
 shaped exactly as the simulator's (``hroof simulate --engine reference``).
 
 A small run finishes here before Numba would have loaded: a warm ``hroof simulate triad
-n=1000`` spends about 0.35 s importing Numba and setting up its first call, the model
-simulates 3,000 accesses in about 0.02 s. :func:`supports` says which runs it takes
-(one core, no set sampling, one of hroof's own kernels); :func:`simulate_plan` runs one.
+n=1000`` on the simulator spends about 0.6 s importing Numba, loading its cached kernels
+and setting up their first call; the model simulates its 3,000 accesses in about 0.01 s.
+:func:`supports` says which runs it takes (one core, no set sampling, one of hroof's own
+kernels); :func:`simulate_plan` runs one.
 The counters are the model's, which the tests prove equal to the simulator's; the
 result's fields that derive from them (bytes of each level, the traffic split, AI,
 memory, the prefetch fields) are computed as :class:`~hroof.cachesim.Simulator` does.
@@ -27,12 +28,13 @@ from hroof.cachesim.result import (
 from hroof.traces.reference import GENERATORS, OWN_MODULES, reference_trace
 
 #: Accesses up to which ``hroof simulate --engine auto`` runs the reference model. It
-#: simulates about 0.15-0.3 M accesses a second (more with classification off, less with
-#: prefetchers or several policy levels), so 20,000 accesses take about 0.1 s, where the
-#: simulator's start-up alone (importing Numba, its first call) is about 0.35 s beyond
-#: the reference engine's; the crossover is near 60,000-100,000 accesses
-#: (``bench/startup.py``, bench/RESULTS.md, "Start-up").
-AUTO_MAX_ACCESSES = 20_000
+#: takes 2-3.5 us an access (bench/RESULTS.md, "Start-up": triad slowest, a prefetcher
+#: or inclusive level adds up to a third), so 30,000 accesses take about 0.1 s; a run on
+#: the simulator pays about 0.6 s more than one on the model before its first access
+#: (importing Numba, its first call), so the two cross near 200,000 accesses
+#: (``bench/startup.py --crossover``). Set well below that: the model's time grows
+#: with the run, the simulator's hardly.
+AUTO_MAX_ACCESSES = 30_000
 
 
 def supports(plan, *, cores: int = 1, sample_sets: int = 1) -> str | None:
