@@ -212,6 +212,7 @@ def test_auto_keeps_numba_for_what_the_model_does_not_run(capsys, argv, engine):
         (["triad", "n=100", "--sample-sets", "1/2", "--machine", "generic"], ["--sample-sets"]),
         (["triad", "n=100", "--threads", "2", "--no-classify"], ["--threads 2"]),
         (["--trace", "x.npz"], ["--trace"]),
+        (["triad", "n=1e9"], ["3,000,000,000 accesses", "memory"]),
     ],
 )
 def test_engine_reference_refuses_what_it_does_not_run(capsys, argv, words):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from hroof._base.guards import check_memory, check_time
 from hroof.cachesim.config import HierarchyConfig
 from hroof.cachesim.reference.hierarchy import NaiveHierarchy
 from hroof.cachesim.result import (
@@ -25,6 +26,7 @@ from hroof.cachesim.result import (
     _ai,
     timing_dict,
 )
+from hroof.traces.limits import MAX_SECONDS
 from hroof.traces.reference import GENERATORS, OWN_MODULES, reference_trace
 
 #: Accesses up to which ``hroof simulate --engine auto`` runs the reference model. It
@@ -35,6 +37,13 @@ from hroof.traces.reference import GENERATORS, OWN_MODULES, reference_trace
 #: (``bench/startup.py --crossover``). Set well below that: the model's time grows
 #: with the run, the simulator's hardly.
 AUTO_MAX_ACCESSES = 30_000
+
+#: Bytes an access takes on the reference engine, at most: the trace is a list of
+#: ``(addr, size, kind)`` tuples (about 110 bytes each), and the model keeps a few Python
+#: objects for each line it holds or has seen (at most one line an access).
+BYTES_PER_ACCESS = 250
+#: Accesses a second the model runs, at the least (bench/RESULTS.md: 2-3.5 us each).
+PACE = 2e5
 
 
 def supports(plan, *, cores: int = 1, sample_sets: int = 1) -> str | None:
@@ -64,7 +73,13 @@ def simulate_plan(
 
     As :func:`hroof.studies.runs.simulate_kernel` with one core: a plan with warm-up
     sweeps runs them first, zeroes the counters (keeping the caches and the 3C state)
-    and ends without a flush (the steady state of the counted sweeps)."""
+    and ends without a flush (the steady state of the counted sweeps). A run the
+    machine's memory cannot hold (the whole trace is a list), or that would take more
+    than a week, is refused first (``ResourceError``, one line)."""
+    what = f"{plan.accesses:,} accesses on the reference engine"
+    hint = "; use --engine numba (or auto)"
+    check_memory(BYTES_PER_ACCESS * plan.accesses, what, hint=hint)
+    check_time(plan.accesses, PACE, MAX_SECONDS, what, hint=hint)
     t0 = time.perf_counter()
     trace = reference_trace(plan)
     if trace is None:
