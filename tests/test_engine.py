@@ -163,7 +163,11 @@ def test_reference_engine_prints_the_same_table(capsys, kernel):
     assert _table(ref) == _table(numba)
 
 
-def test_a_small_run_never_imports_numba():
+@pytest.mark.parametrize(
+    "argv",
+    [["triad", "n=1000"], ["stencil7", "n=8", "warmup=1", "--json"], ["spmv", "n=12", "--json"]],
+)
+def test_a_small_run_never_imports_numba(argv):
     """``hroof simulate triad n=1000`` (default machine, engine auto) in a fresh process:
     Numba is not in ``sys.modules`` when it ends; forced to numba, it is."""
     code = (
@@ -176,8 +180,8 @@ def test_a_small_run_never_imports_numba():
         "print('numba' in sys.modules)\n"
     )
     for extra, loaded in (([], "False"), (["--engine", "numba"], "True")):
-        argv = [sys.executable, "-c", code, "simulate", "triad", "n=1000", *extra]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True)
+        cmd = [sys.executable, "-c", code, "simulate", *argv, *extra]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         assert out.stdout.strip() == loaded, (extra, out.stdout, out.stderr)
 
 
