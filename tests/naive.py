@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from hroof.cachesim.reference import *  # noqa: F403
 from hroof.cachesim.reference import __all__ as _model
-from hroof.cachesim.reference.multicore import _CoreView  # noqa: F401
 from hroof.traces.reference import *  # noqa: F403
 from hroof.traces.reference import __all__ as _kernels
 

@@ -4,9 +4,10 @@ This package re-implements, as plainly as possible, the rules written down in
 ``docs/cache-model.md`` (and in the "Cache model", "Miss classification",
 "Traffic partition", "Bytes and AI per level" and "Result schema" sections of
 the design contract). It is deliberately slow and obvious: one ``OrderedDict``
-per set (least recently used first), a fully-associative ``OrderedDict`` LRU
-shadow per level for the 3C classification, and Python sets for "seen at this
-level" and "written back from this level at least once". The fast simulator
+per set (least recently used first; made when a line first maps to it), a
+fully-associative ``OrderedDict`` LRU shadow per level for the 3C classification, and
+Python sets for "seen at this level" and "written back from this level at least once".
+The fast simulator
 must match it counter for counter (the tests compare the two on every model feature);
 nothing here imports the simulator, nor Numba. ``hroof simulate`` runs small kernels on
 it (:mod:`hroof.cachesim.reference.engine`, ``--engine``): they finish before Numba
