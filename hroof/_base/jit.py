@@ -101,9 +101,10 @@ def resolve_lazy() -> None:
 
     import numba
 
-    while _PENDING:
-        lazy = _PENDING.pop()
+    while _PENDING:  # each leaves the list once resolved (an interrupt loses none)
+        lazy = _PENDING[-1]
         lazy._dispatcher = numba.njit(**lazy._opts)(lazy.py_func)
+        _PENDING.pop()
     for name, module in list(sys.modules.items()):
         if (name != "hroof" and not name.startswith("hroof.")) or module is None:
             continue
