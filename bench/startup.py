@@ -11,7 +11,13 @@ itself:
    whose machine code is already in Numba's on-disk cache (Numba's first call loads
    its typing and target registries whatever the function);
 5. ``hroof --help`` (no Numba: the parser and the command modules);
-6. ``hroof simulate triad n=1000`` (warm: its kernels cached on disk).
+6. ``hroof simulate triad n=1000``: engine auto, which runs this small kernel on the
+   plain-Python reference model and never imports Numba;
+7. the same with ``--engine numba`` (warm: its kernels cached on disk);
+8. with ``--base DIR``, ``python -m hroof simulate triad n=1000`` run from another
+   source tree (the code before a change), in the same rounds;
+9. the crossover: ``hroof simulate`` of larger kernels on each engine
+   (``--crossover``, triad and stencil7 from 10,000 to 160,000 accesses).
 
 It prints the best (and median) CPU seconds (user + system of the child, steadier
 than wall time on a shared machine) and wall seconds of each over ``--repeat`` runs.
@@ -44,6 +50,20 @@ def total(a):
 """
 
 
+#: Kernels of about 10,000 to 160,000 accesses (triad: 3 an element; stencil7: 8 a point).
+CROSSOVER = [
+    ("triad", "n=3333"),
+    ("triad", "n=6667"),
+    ("triad", "n=13333"),
+    ("triad", "n=26667"),
+    ("triad", "n=53333"),
+    ("stencil7", "n=12"),
+    ("stencil7", "n=16"),
+    ("stencil7", "n=20"),
+    ("stencil7", "n=27"),
+]
+
+
 def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float]:
     """CPU seconds (user + sys) and wall seconds of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -58,6 +78,18 @@ def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument(
+        "--base",
+        metavar="DIR",
+        help="also time 'python -m hroof simulate triad n=1000' from this source tree (e.g. "
+        "'git archive REV' unpacked): python -m puts the working directory first on sys.path",
+    )
+    ap.add_argument(
+        "--crossover",
+        action="store_true",
+        help="also time larger kernels on both engines (where the reference model's time "
+        "reaches the simulator's start-up)",
+    )
     args = ap.parse_args()
     py = sys.executable
     hroof = os.path.join(os.path.dirname(py), "hroof")
@@ -71,14 +103,26 @@ def main() -> None:
             ("import numpy, numba", [py, "-c", "import numpy, numba"]),
             ("floor: + one cached @njit call", [py, "-c", floor]),
             ("hroof --help", [hroof, "--help"]),
-            ("hroof simulate triad n=1000", [hroof, "simulate", "triad", "n=1000"]),
-        ]
-        for _, cmd in cases:  # warm: compile the trivial function, hroof's kernels
-            run(cmd, cwd=tmp)
+            ("hroof simulate triad n=1000 (auto: reference)", [hroof, "simulate", "triad",
+                                                               "n=1000"]),
+            ("hroof simulate triad n=1000 --engine numba", [hroof, "simulate", "triad", "n=1000",
+                                                            "--engine", "numba"]),
+        ]  # fmt: skip
+        if args.base:
+            cases.append(("base tree: python -m hroof simulate triad n=1000",
+                          [py, "-m", "hroof", "simulate", "triad", "n=1000"]))  # fmt: skip
+        if args.crossover:
+            for kernel, params in CROSSOVER:
+                for engine in ("reference", "numba"):
+                    cases.append((f"{kernel} {params} --engine {engine}",
+                                  [hroof, "simulate", kernel, *params.split(), "--engine", engine]))  # fmt: skip
+        cwds = {name: args.base if name.startswith("base") else tmp for name, _ in cases}
+        for name, cmd in cases:  # warm: compile the trivial function, hroof's kernels
+            run(cmd, cwd=cwds[name])
         times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
         for _ in range(args.repeat):
             for name, cmd in cases:
-                times[name].append(run(cmd, cwd=tmp))
+                times[name].append(run(cmd, cwd=cwds[name]))
     print(f"load average {os.getloadavg()[0]:.1f}; best (median) of {args.repeat} runs")
     print("| command | CPU s | wall s |")
     print("|---|---:|---:|")

@@ -22,3 +22,93 @@ GEN = {"cache": True, "nogil": True}
 #: Measurement microkernels (``hroof machine measure``): as :data:`GEN` with NumPy's
 #: error model; each kernel adds its own ``fastmath`` flags (FMA contraction or none).
 MICRO = {**GEN, "error_model": "numpy"}
+
+
+class LazyJit:
+    """An ``@njit`` function of a trace generator module whose Numba dispatcher is made on
+    first use (:func:`lazy_njit`), so that building a kernel's plan (``plan_kernel``) and
+    the reference engine of ``hroof simulate`` never import Numba.
+
+    Calling it, or reading any attribute a Numba dispatcher has (``py_func`` aside), makes
+    every pending :class:`LazyJit` a real dispatcher (:func:`resolve_lazy`); that also
+    replaces these objects in the globals of every loaded ``hroof`` module, so Numba finds
+    dispatchers, not these, when it compiles a function that calls another. The same
+    machine code: the dispatcher is ``numba.njit(**opts)(py_func)``, found in Numba's
+    on-disk cache under the same function.
+    """
+
+    def __init__(self, func, opts: dict) -> None:
+        self.py_func = func
+        self._opts = opts
+        self._dispatcher = None
+        self.__module__ = func.__module__
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__doc__ = func.__doc__
+        _PENDING.append(self)
+
+    @property
+    def dispatcher(self):
+        """The Numba dispatcher (made, with every pending one, on the first request)."""
+        if self._dispatcher is None:
+            resolve_lazy()
+        return self._dispatcher
+
+    def __call__(self, *args):
+        return self.dispatcher(*args)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in {"_dispatcher", "_opts", "py_func"}:
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+    def __reduce__(self):  # pickled by reference, as a module-level function
+        return (_lookup, (self.__module__, self.__qualname__))
+
+    def __repr__(self) -> str:
+        state = "compiled on use" if self._dispatcher is None else "resolved"
+        return f"<LazyJit {self.__module__}.{self.__qualname__} ({state})>"
+
+
+_PENDING: list[LazyJit] = []
+
+
+def _lookup(module: str, qualname: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def lazy_njit(**opts):
+    """``numba.njit(**opts)`` deferred until the function is first used (:class:`LazyJit`).
+
+    For the trace generators (``hroof.traces``): their modules also build the kernels'
+    plans, which a run of the reference engine needs without Numba."""
+
+    def wrap(func):
+        return LazyJit(func, opts)
+
+    return wrap
+
+
+def resolve_lazy() -> None:
+    """Make every pending :class:`LazyJit` a Numba dispatcher and put the dispatchers in
+    place of the lazy objects in the globals of every loaded ``hroof`` module."""
+    import sys
+
+    import numba
+
+    while _PENDING:  # each leaves the list once resolved (an interrupt loses none)
+        lazy = _PENDING[-1]
+        lazy._dispatcher = numba.njit(**lazy._opts)(lazy.py_func)
+        _PENDING.pop()
+    for name, module in list(sys.modules.items()):
+        if (name != "hroof" and not name.startswith("hroof.")) or module is None:
+            continue
+        space = vars(module)
+        for key, value in list(space.items()):
+            if isinstance(value, LazyJit) and value._dispatcher is not None:
+                space[key] = value._dispatcher

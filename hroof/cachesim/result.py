@@ -216,6 +216,10 @@ class SimResult:
     grain: int | None = None
     shared_levels: tuple[str, ...] = ()
     per_core: tuple[dict, ...] | None = None
+    #: The engine that ran the simulation: "numba" (the simulator) or "reference" (the
+    #: plain-Python reference model, :mod:`hroof.cachesim.reference`; the same counts).
+    #: Results written before it existed load as "numba", the only engine then.
+    engine: str = "numba"
 
     @property
     def accesses(self) -> int:
@@ -238,6 +242,7 @@ class SimResult:
                 "classify": self.classified,
                 "flush": self.flushed,
                 "threads": self.threads,
+                "engine": self.engine,
             },
             "core": self.core.to_dict(),
             "levels": [lvl.to_dict() for lvl in self.levels],
@@ -307,8 +312,22 @@ class SimResult:
             machine=d.get("machine"),
             sampling=d.get("sampling"),
             threads=options.get("threads", 1),
+            engine=options.get("engine", "numba"),
             cores=int(d.get("cores", 1)),
             grain=d.get("grain"),
             shared_levels=tuple(d.get("shared_levels", ())),
             per_core=None if d.get("per_core") is None else tuple(d["per_core"]),
         )
+
+
+def timing_dict(trace_s: float, generated: bool, check_s: float, simulate_s: float) -> dict:
+    """A result's ``timing``: producing the trace (``read_s`` or ``generate_s``; their sum
+    ``trace_s``, as before those two), simulating it (``simulate_s``, as before: checking
+    the chunks included) and, part of that, checking the chunks (``check_s``)."""
+    return {
+        "trace_s": trace_s,
+        "read_s": 0.0 if generated else trace_s,
+        "generate_s": trace_s if generated else 0.0,
+        "check_s": check_s,
+        "simulate_s": check_s + simulate_s,
+    }

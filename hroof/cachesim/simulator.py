@@ -35,6 +35,7 @@ from hroof.cachesim.result import (
     MemoryResult,
     SimResult,
     _ai,
+    timing_dict,
 )
 
 Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -572,19 +573,6 @@ class Simulator(GeneratedFeed):
             back_invalidations=row[K.C_BINV],
             **pfx,
         )
-
-
-def timing_dict(trace_s: float, generated: bool, check_s: float, simulate_s: float) -> dict:
-    """A result's ``timing``: producing the trace (``read_s`` or ``generate_s``; their sum
-    ``trace_s``, as before those two), simulating it (``simulate_s``, as before: checking
-    the chunks included) and, part of that, checking the chunks (``check_s``)."""
-    return {
-        "trace_s": trace_s,
-        "read_s": 0.0 if generated else trace_s,
-        "generate_s": trace_s if generated else 0.0,
-        "check_s": check_s,
-        "simulate_s": check_s + simulate_s,
-    }
 
 
 def feed_all(sim, chunks: Iterable[Chunk], progress, trusted: bool = False) -> float:

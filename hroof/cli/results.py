@@ -35,6 +35,13 @@ TRAFFIC_LABELS = {
 }
 
 
+#: How the table names the engine that ran a result (``SimResult.engine``).
+ENGINES = {
+    "numba": "numba (the compiled simulator)",
+    "reference": "reference (the plain-Python reference model: a small run, Numba not loaded)",
+}
+
+
 def format_result(
     result: SimResult,
     machine: HierarchyConfig | None = None,
@@ -120,6 +127,7 @@ def format_result(
             ("flops", flops),
             ("machine", mach),
             ("options", ", ".join(options)),
+            ("engine", ENGINES.get(result.engine, result.engine)),
             ("counted", accounting_text(src)),
             ("time", timing),
         ],

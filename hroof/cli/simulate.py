@@ -13,6 +13,7 @@ from hroof._base.errors import HroofError
 from hroof._base.files import partial_path, replace_with
 from hroof._base.guards import check_disk, check_memory, check_time
 from hroof._base.progress import Progress
+from hroof.cachesim.reference.engine import AUTO_MAX_ACCESSES, simulate_plan, supports
 from hroof.cli.options import (
     MAX_ACCESS_SIZE,
     SAMPLE_HELP,
@@ -67,8 +68,6 @@ def sampling_note(result: SimResult) -> str:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
-    from hroof.cachesim import simulate
-
     if args.threads == "2" and not args.no_classify:
         raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
     if args.kernel is None and args.trace is None:
@@ -89,6 +88,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
             check_cores(load_machine(machine.source), cores)
         check_plan(plan, machine.line_bits, classify=not args.no_classify)
+        if _engine(args, plan, cores) == "reference":  # a small run: Numba never loads
+            result = simulate_plan(
+                machine, plan, classify=not args.no_classify, flush=not args.no_flush
+            )
+            _print(result, machine, args, plan.notes)
+            return 0
         from hroof.studies.runs import auto_threads, simulate_kernel
 
         with Progress(plan.accesses, enabled=False if args.quiet else None) as bar:
@@ -106,14 +111,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 sample_sets=args.sample_sets,
                 **run,
             )
-        if args.json:
-            emit(_json(result, machine))
-        else:
-            text = format_result(result, machine, flops_note=plan.notes or None, width=term_width())
-            if result.per_core is not None:
-                text += "\n\n" + format_cores(result)
-            emit(text + sampling_note(result) + _advice(result, machine))
+        _print(result, machine, args, plan.notes)
         return 0
+    if args.engine == "reference":
+        raise HroofError(
+            "--engine reference runs kernels only; a --trace file runs on the simulator "
+            "(--engine numba or auto)"
+        )
+    from hroof.cachesim import simulate
     from hroof.studies.runs import auto_threads, read_trace_meta, split_chunks
 
     machine = _model(resolve_machine(args.machine), args.model)
@@ -159,6 +164,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         text = format_result(result, machine, width=term_width()) + sampling_note(result)
         emit(text + _advice(result, machine))
     return 0
+
+
+def _print(result: SimResult, machine: HierarchyConfig, args, notes: str) -> None:
+    """A kernel's result: JSON, or the table with the cores, sampling and guidance."""
+    if args.json:
+        emit(_json(result, machine))
+        return
+    text = format_result(result, machine, flops_note=notes or None, width=term_width())
+    if result.per_core is not None:
+        text += "\n\n" + format_cores(result)
+    emit(text + sampling_note(result) + _advice(result, machine))
+
+
+def _engine(args, plan, cores: int) -> str:
+    """``--engine``: "reference" or "numba" for this kernel run. auto: the reference model
+    for a run of at most :data:`~hroof.cachesim.reference.engine.AUTO_MAX_ACCESSES`
+    accesses (counted from the plan, before anything is generated) that it supports;
+    reference: that model, or a one-line error saying why it cannot."""
+    if args.engine == "numba":
+        return "numba"
+    why = supports(plan, cores=cores, sample_sets=args.sample_sets)
+    if why is None and args.threads == "2":
+        why = "--threads 2 runs on the simulator only"
+    if args.engine == "reference":
+        if why is not None:
+            raise HroofError(f"--engine reference: {why} (use --engine numba or auto)")
+        return "reference"
+    return "reference" if why is None and plan.accesses <= AUTO_MAX_ACCESSES else "numba"
 
 
 def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
@@ -350,6 +383,18 @@ def register(sub, machine_sub) -> None:
         "result; needs --no-classify); auto (default): two with --no-classify from "
         "3,000,000 accesses on a hierarchy of non-inclusive levels when a second CPU is idle "
         "(load average), else one",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "numba", "reference"),
+        default="auto",
+        help="what simulates a kernel: numba, the compiled simulator (any size; about 0.6 s "
+        "to load Numba and its cached kernels before the first access); reference, the "
+        "plain-Python reference model the tests hold the simulator to (the same counts, "
+        "about a hundred times slower an access, Numba never loaded; one core, no --sample-sets "
+        "or --threads 2, hroof's own kernels); auto (default): reference for a kernel of at "
+        f"most {AUTO_MAX_ACCESSES:,} accesses it supports, else numba. A --trace file always "
+        "runs on numba",
     )
     p.add_argument(
         "--sample-sets", type=sample_fraction, default=1, metavar="1/K", help=SAMPLE_HELP

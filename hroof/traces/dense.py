@@ -54,10 +54,8 @@ once per call, then steps the counters.
 
 from __future__ import annotations
 
-from numba import njit
-
 from hroof._base.errors import HroofError
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, lazy_njit
 from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
@@ -74,7 +72,7 @@ ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
 
 
 # --------------------------------------------------------------------------- dgemv
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _dgemv_gen(pos, stop, addr, size, kind, args):
     """Whole ``(i, j)`` iterations of DGEMV: load A[i][j], load x[j]; after the last
     ``j`` of row ``i``, store y[i]."""
@@ -125,7 +123,7 @@ def _dgemv_plan(p: dict) -> Plan:
 
 
 # --------------------------------------------------------------------------- gemm
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _gemm_gen(pos, stop, addr, size, kind, args):
     """Whole innermost iterations of a (tiled) GEMM loop nest in any order.
 

@@ -33,9 +33,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, lazy_njit
 
 #: Largest phase table (phases x streams) a sampled generator builds; beyond it (a huge
 #: K) the kernel falls back to the sampler's generic filter.
@@ -120,7 +119,7 @@ def row_filter_args(deltas, kinds, rho, elem: int, filt: SetFilter) -> tuple | N
             skips, kbits, order)  # fmt: skip
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _group(line, k, m, kbits):
     """A kept line's group ``(line mod m) // k``: masks and a shift when ``kbits >= 0``
     (``k = 2**kbits``, ``m`` a power of two too), else a division."""
@@ -129,7 +128,7 @@ def _group(line, k, m, kbits):
     return (line % m) // k
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _emit_run(b0, cnt, e, par, fargs, addr, size, kind, group, n):
     """Write the kept pieces of ``cnt`` points of a row run whose stream 0 starts at
     byte ``b0`` (streams ``b0 + deltas[par, t]``, ``e`` bytes each, advancing ``e`` a
@@ -190,7 +189,7 @@ def _emit_run(b0, cnt, e, par, fargs, addr, size, kind, group, n):
     return n, cnt
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _count_run(a, e, cnt, lb, m, pc):
     """Add the line pieces of ``cnt`` contiguous ``e``-byte accesses from byte ``a`` to
     the class counts ``pc``: ``pc[:m]`` direct counts, ``pc[m:2m+1]`` a difference
@@ -228,7 +227,7 @@ def class_counts(pc: np.ndarray, m: int) -> np.ndarray:
     return pc[:m] + np.cumsum(pc[m : 2 * m]) + pc[2 * m + 1]
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _count_streams(b0, cnt, e, par, fargs, pc, core):
     """Count ``cnt`` points of every stream of a row run: class pieces and core."""
     lb, m, deltas, kinds = fargs[0], fargs[3], fargs[4], fargs[5]

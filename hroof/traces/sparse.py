@@ -93,10 +93,9 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from hroof._base.errors import HroofError
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, lazy_njit
 from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
@@ -117,7 +116,7 @@ MATRICES = ("poisson2d", "poisson3d", "random", "banded")
 STORAGES = ("csr", "bcsr")
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _spmv_gen(pos, stop, addr, size, kind, args):
     """Whole rows of a CSR SpMV: rowptr[i+1], then val, col, x per nonzero, then y[i]."""
     rowptr, col, rp_base, col_base, val_base, x_base, y_base, ib, elem = args
@@ -159,7 +158,7 @@ def _spmv_gen(pos, stop, addr, size, kind, args):
     return n, pos
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _bcsr_gen(pos, stop, addr, size, kind, args):
     """Whole block rows of a BCSR SpMV: browptr[I+1], per block bcol, x block, values,
     then the r stores of the y block (the order of the module docstring)."""

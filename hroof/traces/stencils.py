@@ -66,10 +66,9 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from numba import njit
 
 from hroof._base.errors import HroofError
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, lazy_njit
 from hroof._base.kinds import LOAD, STORE
 from hroof.traces.kernels import (
     DTYPES,
@@ -83,7 +82,7 @@ from hroof.traces.kernels import (
 from hroof.traces.sampled import SetFilter, _count_streams, _emit_run, row_filter_args
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _decode(pos, nx, ny, nz, bj, bk):
     """Point ``pos`` (over all sweeps, program order) as ``(sweep, i, j, k, jj, kk,
     j_end, k_end)``: 0-based interior coordinates, the block's first row and plane
@@ -107,7 +106,7 @@ def _decode(pos, nx, ny, nz, bj, bk):
     return sweep, i, jj + jl, kk + kl, jj, kk, jj + hj, kk + hk
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _next_row(j, k, jj, kk, j_end, k_end, ny, nz, bj, bk):
     """The row after ``(j, k)``: of this block, of the next block, or of the next sweep
     (then ``swap`` is True). Returns ``(j, k, jj, kk, j_end, k_end, swap)``."""
@@ -132,7 +131,7 @@ def _next_row(j, k, jj, kk, j_end, k_end, ny, nz, bj, bk):
     return j, k, jj, kk, j_end, k_end, swap
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _stencil_gen(pos, stop, addr, size, kind, args):
     """Whole points of a (blocked) stencil sweep: the loads of ``old``, then the store.
 
@@ -181,7 +180,7 @@ def _stencil_gen(pos, stop, addr, size, kind, args):
     return n, pos
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _stencil_sampled_gen(pos, stop, addr, size, kind, group, pc, core, args, fargs):
     """:func:`_stencil_gen` set-sampled (:mod:`hroof.traces.sampled`): the kept pieces
     of whole points, a row segment at a time, and the counts of every access covered.

@@ -26,9 +26,8 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, lazy_njit
 from hroof._base.kinds import LOAD, NT_STORE, STORE
 from hroof.traces.kernels import (
     DTYPES,
@@ -42,7 +41,7 @@ from hroof.traces.kernels import (
 from hroof.traces.sampled import SetFilter, _count_streams, _emit_run, row_filter_args
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _stream_gen(pos, stop, addr, size, kind, args):
     """Whole elements of a STREAM-like loop: the loads, then the store."""
     loads, store, elem, store_kind, count = args
@@ -65,7 +64,7 @@ def _stream_gen(pos, stop, addr, size, kind, args):
     return n, pos
 
 
-@njit(**GEN)
+@lazy_njit(**GEN)
 def _stream_sampled_gen(pos, stop, addr, size, kind, group, pc, core, args, fargs):
     """:func:`_stream_gen` set-sampled (:mod:`hroof.traces.sampled`): the kept pieces of
     whole elements, a pass at a time, and the counts of every access covered."""
