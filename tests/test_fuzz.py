@@ -371,6 +371,37 @@ def test_interrupted_trace_write_leaves_no_partial_file(tmp_path, sig):
         assert (tmp_path / "x.din").read_text() == "0 40 8\n"
 
 
+_LOST_INTERRUPT = """
+import signal, sys, time
+from hroof._base.outdir import Terminated, signals_raise
+
+class Boom:  # raises in __del__: Python can only report it ("Exception ignored")
+    def __init__(self, exc): self.exc = exc
+    def __del__(self): raise self.exc
+
+exc = KeyboardInterrupt() if sys.argv[1] == "INT" else Terminated(signal.SIGTERM)
+with signals_raise():
+    t0 = time.monotonic()
+    try:
+        Boom(exc)
+        time.sleep(5)
+        print("not interrupted")
+    except KeyboardInterrupt as e:  # promptly: the wait ends with the signal
+        print("interrupted", getattr(e, "signum", 2), time.monotonic() - t0 < 2.5)
+"""
+
+
+@pytest.mark.parametrize("which", ["INT", "TERM"])
+def test_an_interrupt_python_cannot_raise_is_sent_again(which):
+    """A signal that lands in a callback (an import lock's cleanup, a ``__del__``) would be
+    printed as "Exception ignored" with a traceback and lost: within ``signals_raise`` it
+    is raised again in the main program, where the cleanup and the one line follow."""
+    out = subprocess.run([sys.executable, "-c", _LOST_INTERRUPT, which], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert out.stdout.split() == ["interrupted", "2" if which == "INT" else "15", "True"], out
+    assert "Traceback" not in out.stderr and "ignored" not in out.stderr, out.stderr
+
+
 # ------------------------------------------------------------------------- family 4: files
 @pytest.mark.slow
 def test_two_sweeps_writing_one_out_leave_one_whole_result(tmp_path):

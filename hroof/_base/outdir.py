@@ -41,17 +41,50 @@ def _raise(signum, frame):
     raise Terminated(signum)
 
 
+#: Seconds :func:`_redeliver` waits before it sends a lost interrupt again.
+REDELIVER_S = 0.05
+
+
+def _redeliver(args, previous) -> None:
+    """``sys.unraisablehook`` within :func:`signals_raise`: an interrupt that landed where
+    Python cannot raise it (a weakref callback, such as an import lock's cleanup, or a
+    ``__del__``) would be printed as "Exception ignored" with a traceback, and lost. Send
+    the signal again instead, from another thread a moment later (sent from here, its
+    handler would raise inside this hook, and be lost the same way): the main thread's
+    handler raises it at the next point the program can act on, and the usual one-line
+    message and cleanup follow."""
+    exc = args.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        signum = getattr(exc, "signum", signal.SIGINT)
+        if callable(signal.getsignal(signum)):  # a Python handler, that raises
+            import threading
+
+            # To the main thread itself, so that a wait it is in ends (EINTR).
+            main = threading.main_thread().ident
+            again = threading.Timer(REDELIVER_S, signal.pthread_kill, (main, signum))
+            again.daemon = True
+            again.start()
+        return
+    previous(args)
+
+
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread;
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread,
+    and an interrupt raised where Python cannot raise it is sent again (:func:`_redeliver`);
     the previous handlers come back after it (a library caller's own are kept)."""
+    import sys
+
     old = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread
             old[sig] = signal.signal(sig, _raise)
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda args: _redeliver(args, previous)
     try:
         yield
     finally:
+        sys.unraisablehook = previous
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(sig, handler)
