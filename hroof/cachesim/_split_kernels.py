@@ -159,8 +159,8 @@ def _guess(pf, lvl, hint, line):
     if hint == 2:
         return line ^ 1
     # The hinted row only (stride_row without its scan): a guess may miss a row, and a
-    # lookup of a page without one (often the case here: the guess runs ahead of the
-    # training) would otherwise scan the level's rows.
+    # lookup of a page without one (a page the table has not seen yet, or lost) would
+    # otherwise scan the level's rows.
     page = line >> pf.meta[PM_PAGE_BITS]
     r = pf.hint[lvl, _hash(page, HINT_BITS)]
     if r >= 0 and pf.tab[r, 0] == page:
