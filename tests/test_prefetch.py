@@ -340,3 +340,22 @@ def test_cores_and_curves_refuse_a_prefetcher_they_would_not_model():
         miss_ratio_curve([chunk], hierarchy=h, level="L2")
     off = h.with_inclusion("nine").without_prefetch()
     assert miss_ratio_curve([chunk], hierarchy=off, level="L2").lookups > 0
+
+
+def test_insert_is_touch_of_an_absent_line():
+    """``insert`` (no compares, for a line the set lacks) leaves the set and returns the
+    victim exactly as ``touch`` does, prefetched bits, dirty bits and empty slots kept."""
+    from hroof.cachesim._prefetch_kernels import PF_BIT, insert, touch
+
+    rng = np.random.default_rng(17)
+    for ways in (1, 2, 3, 16):
+        for _ in range(40):
+            lines = rng.choice(1 << 40, size=ways + 1, replace=False).astype(np.int64)
+            tags = (lines[:ways] << 1) | rng.integers(0, 2, ways)
+            tags[rng.random(ways) < 0.3] |= PF_BIT
+            tags[ways - rng.integers(0, ways + 1) :] = -1  # empty slots at the LRU end
+            a = np.concatenate(([7, 7], tags, [9])).astype(np.int64)  # the set at base 2
+            b = a.copy()
+            dirty = int(rng.integers(0, 2))
+            assert insert(a, 2, ways, lines[ways], dirty) == touch(b, 2, ways, lines[ways], dirty)
+            assert a.tolist() == b.tolist()

@@ -147,12 +147,14 @@ def touch(tags, base, ways, line, dirty):
 def insert(tags, base, ways, line, dirty):
     """:func:`touch` of a line known to be absent from its set (a miss), without comparing:
     makes ``line`` MRU (``dirty``) and returns the evicted slot value (-1 if none),
-    prefetched bit included."""
-    last = tags[base + ways - 1]
-    for p in range(ways - 1, 0, -1):
-        tags[base + p] = tags[base + p - 1]
-    tags[base] = (line << 1) | dirty
-    return last
+    prefetched bit included. Carries each slot one way down, MRU first, as
+    :func:`touch` does (a forward loop: measured faster than a copy from the LRU end)."""
+    carry = (line << 1) | dirty
+    for p in range(ways):
+        cur = tags[base + p]
+        tags[base + p] = carry
+        carry = cur
+    return carry
 
 
 @njit(**INLINE)

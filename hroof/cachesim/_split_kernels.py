@@ -69,6 +69,7 @@ from hroof.cachesim._policy_kernels import (
     _send_down,
 )
 from hroof.cachesim._prefetch_kernels import (
+    HINT_BITS,
     LINE_MASK,
     NO_PF,
     PC_USEFUL,
@@ -80,9 +81,9 @@ from hroof.cachesim._prefetch_kernels import (
     PM_PAGE_BITS,
     PM_PAIR_BITS,
     find,
-    stride_row,
     touch,
 )
+from hroof.cachesim._shadow_kernels import _hash
 
 #: How many events ahead the victim of the top level's fill is read (its set was
 #: prefetched ``PREFETCH_AHEAD`` events ahead).
@@ -157,8 +158,12 @@ def _guess(pf, lvl, hint, line):
         return line + 1
     if hint == 2:
         return line ^ 1
-    r = stride_row(pf, lvl, line >> pf.meta[PM_PAGE_BITS])
-    if r >= 0:
+    # The hinted row only (stride_row without its scan): a guess may miss a row, and a
+    # lookup of a page without one (a page the table has not seen yet, or lost) would
+    # otherwise scan the level's rows.
+    page = line >> pf.meta[PM_PAGE_BITS]
+    r = pf.hint[lvl, _hash(page, HINT_BITS)]
+    if r >= 0 and pf.tab[r, 0] == page:
         return line + pf.dist[lvl] * pf.tab[r, 2]
     return line
 
@@ -174,6 +179,17 @@ def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
         _prefetch(tags, _base(geo, top + 1, v))
         _sh_prefetch(sh, top + 1, v)
         _flag_prefetch(fl, v, pt_bits)
+
+
+@njit(**INLINE)
+def _read_below(top, line, victims_below, geo, tags, fl, sh, pt_bits):
+    """Start reading the state of ``line`` below level ``top`` (its sets and shadow pairs),
+    and of the victim of its fill at ``top`` (:func:`_hint_victim`): for a lookup or a
+    prefetch request that level ``top`` lacks (a hint only)."""
+    for u in range(top + 1, geo.nlevels):
+        _prefetch(tags, _base(geo, u, line))
+        _sh_prefetch(sh, u, line)
+    _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits)
 
 
 def _make_split_pass(CLASSIFY):
@@ -214,10 +230,13 @@ def _make_split_pass(CLASSIFY):
         while (1 << pt_bits) < pt_cap:
             pt_bits += 1
         # Whether the top level's lookups miss often (more than one in PF_MISS_RATE of the
-        # last PF_WINDOW events): only then is a later event's state below the top level,
-        # or that of the victim of its fill, worth reading ahead. Behind a prefetcher at the
-        # top level they mostly hit, and those reads (sets and shadow pairs of the largest
-        # level) would only take the host's memory bandwidth and cache from the others.
+        # last PF_WINDOW events): only then are a later event's state below the top level,
+        # and that of the victim of its fill, read ahead (if the top level lacks its line).
+        # Behind a prefetcher at the top level the lookups mostly hit, and a line the top
+        # level lacks HALF_AHEAD events ahead is then mostly one that a prefetch of the
+        # events just before inserts in time: reading those below (sets and shadow pairs
+        # of the largest level) only took the host's memory bandwidth and cache (measured,
+        # stencil7 behind a stride L2: split kernel 166 -> 198 ms).
         deep = True
         top_misses = 0
         window = start
@@ -233,9 +252,9 @@ def _make_split_pass(CLASSIFY):
                     deep = (top_misses - window_misses) * PF_MISS_RATE > PF_WINDOW
                     window = i
                     window_misses = top_misses
-                # Start the memory reads of a later event at every level (its sets, its
-                # shadow pairs, its flag word), as the classified plain passes do: the
-                # shadows are large, and these reads would otherwise miss the host's caches.
+                # Start the memory reads of a later event (its set and shadow pair at the
+                # top level, its flag word), as the classified plain passes do: the shadows
+                # are large, and these reads would otherwise miss the host's caches.
                 # (Without classification this measured no faster.) A writeback goes no
                 # further than the top level, and triggers no prefetcher.
                 e_ahead = ev[i + PREFETCH_AHEAD]
@@ -243,27 +262,36 @@ def _make_split_pass(CLASSIFY):
                 demand = (e_ahead & EV_MASK) != EV_WB
                 _prefetch(tags, _base(geo, top, ahead))
                 _sh_prefetch(sh, top, ahead)
-                if deep and demand:
-                    for u in range(top + 1, nlev):
-                        _prefetch(tags, _base(geo, u, ahead))
-                        _sh_prefetch(sh, u, ahead)
                 _flag_prefetch(fl, ahead, pt_bits)
                 if pf_hint != 0 and demand:
                     # The line the first prefetcher would request for it.
+                    # At the top level only if that is where it prefetches: the levels
+                    # below see the request only if the top level lacks the line, which
+                    # is checked (in the set read here) HALF_AHEAD events ahead.
                     y = _guess(pf, pf_first, pf_hint, ahead)
-                    for u in range(pf_first, nlev):
-                        _prefetch(tags, _base(geo, u, y))
-                        _sh_prefetch(sh, u, y)
+                    if y != ahead:  # a stride guess without a row or stride: read above
+                        for u in range(pf_first, pf_first + 1 if pf_first == top else nlev):
+                            _prefetch(tags, _base(geo, u, y))
+                            _sh_prefetch(sh, u, y)
                 if i + HALF_AHEAD < n:
-                    # The lines the top level would evict for a later event's fill and for
-                    # its prefetch: start reading their state below, where they go.
+                    # A nearer event, and the line its prefetch would request: where the
+                    # top level lacks them (in its set, read PREFETCH_AHEAD events ahead),
+                    # start reading their state below, and that of the victims of their
+                    # fills at the top level, where those go. Only there: most lookups and
+                    # requests stop at the top level.
                     e_soon = ev[i + HALF_AHEAD]
                     soon = e_soon >> EV_BITS
-                    if deep:
-                        _hint_victim(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
-                    if pf_hint != 0 and pf_first == top and (e_soon & EV_MASK) != EV_WB:
-                        y = _guess(pf, pf_first, pf_hint, soon)
-                        _hint_victim(top, y, victims_below, geo, tags, fl, sh, pt_bits)
+                    t_soon = e_soon & EV_MASK
+                    if t_soon != EV_WB:
+                        # A miss at the top level as the set stands, or an NT store (it
+                        # looks at every level).
+                        miss = deep and find(tags, _base(geo, top, soon), geo.ways[top], soon) < 0
+                        if miss or t_soon == EV_NT or t_soon == EV_NTC:  # noqa: SIM109
+                            _read_below(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
+                        if pf_hint != 0 and pf_first == top:
+                            y = _guess(pf, pf_first, pf_hint, soon)
+                            if y != soon and find(tags, _base(geo, top, y), geo.ways[top], y) < 0:
+                                _read_below(top, y, victims_below, geo, tags, fl, sh, pt_bits)
             e = ev[i]
             line = e >> EV_BITS
             t = e & EV_MASK
