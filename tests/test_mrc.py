@@ -189,6 +189,7 @@ def test_two_threads_give_the_same_sampled_curve(kw, monkeypatch):
     monkeypatch.setattr(M, "PENDING", 700)
     ref = M.miss_ratio_curve(chunks, **kw)
     monkeypatch.setattr(M, "SPLIT_FROM", 2)
+    monkeypatch.setattr(M, "SPLIT_BATCH_FROM", 2)
     got = M.miss_ratio_curve(chunks, **kw, threads=2)
     assert_array_equal(got.tail, ref.tail)
     assert got.sample == ref.sample and got.lookups == ref.lookups
