@@ -204,6 +204,75 @@ def test_two_threads_give_the_same_sampled_curve(kw, monkeypatch):
         M.miss_ratio_curve([(bad, size, kind)], **kw, threads=2)
 
 
+@pytest.mark.parametrize("kw", [{"rate": 0.3, "seed": 5}, {"sample_size": 64}])
+@pytest.mark.parametrize("split", ["half", "all here", "random"])
+def test_two_threads_feed_the_samplers_beside_the_hashing_wherever_the_chunk_is_cut(
+    kw, split, monkeypatch
+):
+    """threads=2 feeds the events pending from earlier chunks on the other thread while
+    this one hashes the next chunk's first part, the split point chosen from measured
+    times: the curve is the one thread's wherever the split falls, with a rejected chunk
+    (a straddling access) between two that are fed, and in fixed-size mode, where the
+    feeding lowers the threshold the next chunk was hashed with."""
+    rng = np.random.default_rng(11)
+    n = 6000
+    addr = rng.integers(0, 3000, n) * 64
+    size = np.full(n, 8, np.int64)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n, p=[0.7, 0.2, 0.1])
+    straddle = addr[:1500] + 60
+    cuts = [(0, 1200), (1200, 1500), (1500, 3700), (3700, n)]
+    chunks = [(addr[i:j], size[i:j], kind[i:j]) for i, j in cuts]
+    chunks.insert(2, (straddle, size[:1500], kind[:1500]))
+    monkeypatch.setattr(M, "PENDING", 100)
+    ref = M.miss_ratio_curve(chunks, **kw)
+    cut = {
+        "half": lambda n: n // 2,
+        "all here": lambda n: n,  # the other thread only feeds
+        "random": lambda n: int(rng.integers(n // 2, n + 1)),
+    }[split]
+    splits, fed = [], []
+    monkeypatch.setattr(
+        M.StackDistances, "_split_point", lambda self, n, backlog: splits.append(n) or cut(n)
+    )
+    submit = M.StackDistances._submit_feed
+    monkeypatch.setattr(
+        M.StackDistances, "_submit_feed", lambda self: fed.append(self._pending) or submit(self)
+    )
+    monkeypatch.setattr(M, "SPLIT_FROM", 2)
+    got = M.miss_ratio_curve(chunks, **kw, threads=2)
+    assert_array_equal(got.tail, ref.tail)
+    assert got.sample == ref.sample and got.lookups == ref.lookups
+    assert len(splits) == len(chunks) and len(fed) >= 3 and min(fed) > 0
+
+
+def test_a_feed_the_other_thread_has_not_started_is_taken_back():
+    """The events handed to the other thread are fed there, the sample's then the
+    sub-samples'; when the curve is wanted before the other thread reaches the
+    sub-samples' feed (it is held up here by a job before them), that feed runs on the
+    caller's thread beside the sample's: the curve is the one thread's."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    addr = rng.integers(0, 1500, n) * 64
+    size, kind = np.full(n, 8, np.int64), np.zeros(n, np.uint8)
+    ref = M.StackDistances(64, rate=0.3)
+    assert ref.feed_trace(addr, size, kind, 6)
+    sd = M.StackDistances(64, rate=0.3, threads=2)
+    assert sd.feed_trace(addr, size, kind, 6) and sd._pending > 0  # a small chunk: pending
+    release, ran = threading.Event(), {}
+    subs = sd._feed_subs
+    sd._feed_subs = lambda *a: ran.setdefault("subs", threading.current_thread()) and subs(*a)
+    blocker = M._worker().submit(release.wait, 10)
+    sd._submit_feed()
+    threading.Timer(0.05, release.set).start()
+    got = sd.finish()
+    assert blocker.result() and ran["subs"] is threading.main_thread()
+    want = ref.finish()
+    assert_array_equal(got.tail, want.tail)
+    assert got.sample == want.sample and got.lookups == want.lookups
+
+
 @pytest.mark.parametrize("stride", [1, 7, 8, 64, 4096])
 def test_strided_streams_equal_the_naive_twin(stride):
     """Lines a stride apart: the hash table keeps groups of 8 consecutive lines in

@@ -95,6 +95,7 @@ from hroof.cachesim._mrc_kernels import (
     SUBSAMPLES,
 )
 from hroof.cachesim._mrc_state import IDENTITY, FAState
+from hroof.cachesim._mrc_threads import TwoThreads, _worker
 from hroof.cachesim._stream_kernels import addr_limit_bits
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 
@@ -111,11 +112,12 @@ MIN_SAMPLED_LINES = 10_000
 PENDING = 1 << 14
 
 #: With ``threads=2``, a trace chunk of at least this many accesses is checked and
-#: hashed in two halves at once, and a batch of at least :data:`SPLIT_BATCH_FROM`
-#: sampled events feeds the sample and its sub-samples at once: below, handing work to
-#: the other thread (tens of microseconds) costs more than it saves. (Feeding the
-#: batches on another thread while the next chunks are hashed was measured too: 15.5
-#: against 15.8 ms at R = 0.01 on stencil7 n=128, 73 against 50 ms at R = 0.1.)
+#: hashed on both threads: its first part on the caller's, the rest on the other once
+#: that has fed the samplers the events kept from the chunks before (handed over as each
+#: such chunk ends, however few). A batch of at least :data:`SPLIT_BATCH_FROM` sampled
+#: events fed otherwise (after smaller chunks, at the end) feeds the sample and its
+#: sub-samples at once. Below these sizes, handing work to the other thread (tens of
+#: microseconds) costs more than it saves.
 SPLIT_FROM = 1 << 16
 SPLIT_BATCH_FROM = 1 << 12
 _MASKS: dict[bytes, np.uint64] = {}
@@ -142,7 +144,7 @@ def sampling_key(seed: int) -> int:
     return (z ^ (z >> 31)) >> 1
 
 
-class StackDistances:
+class StackDistances(TwoThreads):
     """Accumulate a miss-ratio curve from a stream of line events, batch by batch.
 
     Parameters
@@ -198,8 +200,7 @@ class StackDistances:
             rate = 1.0
         self.seed = seed
         self.threads = threads if rate is not None else 1
-        self._pool = None  # the second thread's executor (threads=2), made when first used
-        self._half = None  # the second half's outputs (threads=2)
+        self._half = None  # outputs of the part of a chunk the other thread hashes (threads=2)
         self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.key = sampling_key(seed)
         self.line = line
@@ -221,7 +222,8 @@ class StackDistances:
                 FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
                 for _ in range(SUBSAMPLES)
             ]
-        self._buf = self._out = self._out2 = None
+        self._buf = self._alt = self._out = self._out2 = None
+        self._init_threads()
         self._pending = self._pending_thresh = 0  # sampled events not yet fed (``_flush``)
         self._starts = np.zeros(SUBSAMPLES + 1, dtype=np.int64)
         self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
@@ -274,39 +276,19 @@ class StackDistances:
         if size.shape[0] != n or kind.shape[0] != n:
             return False
         thresh = max(int(st.meta[M_THRESH]) for st in (self.fa, *self.subs))
-        p = self._pending
-        self._reserve(p + n)
         limit = 1 << addr_limit_bits(line_bits)
         args = (line_bits, limit, self.key, thresh)
-        h = n // 2 if self.threads == 2 and n >= SPLIT_FROM else n
-        if h < n:  # the second half on the other thread, into its own outputs
-            if self._half is None or self._half[0].shape[0] < n - h:
-                self._half = tuple(np.empty(n - h, dtype=b.dtype) for b in self._buf)
-            other = self._executor().submit(
-                MK.scan_prefilter, addr[h:], size[h:], kind[h:], *args, self._flags2,
-                *self._half,
-            )  # fmt: skip
-        try:
-            k, nlookups, rejected = MK.scan_prefilter(
-                addr[:h], size[:h], kind[:h], *args, self._flags, *(b[p:] for b in self._buf)
-            )
-        finally:
-            k2, nlookups2, rejected2 = other.result() if h < n else (0, 0, 0)
-        if rejected or rejected2:
+        if self.threads == 2 and n >= SPLIT_FROM:
+            return self._feed_trace2(addr, size, kind, args, thresh)
+        p = self._pending
+        self._reserve(p + n)
+        k, nlookups, rejected = MK.scan_prefilter(
+            addr, size, kind, *args, self._flags, *(b[p:] for b in self._buf)
+        )
+        if rejected:
             return False
-        if k2:
-            for b, half in zip(self._buf, self._half, strict=True):
-                b[p + k : p + k + k2] = half[:k2]
-        self._add_pending(k + k2, nlookups + nlookups2, thresh)
+        self._add_pending(k, nlookups, thresh)
         return True
-
-    def _executor(self):
-        """The second thread (``threads=2``): one worker, made when first needed."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="hroof-mrc")
-        return self._pool
 
     def _reserve(self, n: int) -> None:
         """Buffers for ``n`` events, the pending ones kept (reused: no page faults per batch)."""
@@ -318,17 +300,21 @@ class StackDistances:
             self._out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8),
                          np.empty(n, dtype=np.int64))  # fmt: skip
             self._out2 = tuple(np.empty_like(b) for b in self._out) if self.threads == 2 else None
+            # threads=2: the buffer the next chunk is hashed into while this one's pending
+            # events are fed (:meth:`_submit_feed` swaps the two)
+            self._alt = tuple(np.empty_like(b) for b in self._buf) if self.threads == 2 else None
             if p:
                 for new, cur in zip(self._buf, old, strict=True):
                     new[:p] = cur[:p]
 
-    def _add_pending(self, k: int, nlookups: int, thresh: int) -> None:
+    def _add_pending(self, k: int, nlookups: int, thresh: int, flush: bool = True) -> None:
         """Count a prefiltered batch and keep its ``k`` events (those hashing below
-        ``thresh``) with the pending ones; hand them over once :data:`PENDING` are held."""
+        ``thresh``) with the pending ones; hand them over once :data:`PENDING` are held
+        (unless ``flush`` is False: :meth:`_feed_trace2` hands them to the other thread)."""
         self.lookups += int(nlookups)
         self._pending += int(k)
         self._pending_thresh = max(self._pending_thresh, thresh)
-        if self._pending >= PENDING:
+        if flush and self._pending >= PENDING:
             self._flush()
 
     def _flush(self) -> None:
@@ -339,6 +325,7 @@ class StackDistances:
         chunk of 1,000 accesses as for one of a million. The samplers see the same
         events in the same order either way.
         """
+        self._wait_feed()
         k, thresh = self._pending, self._pending_thresh
         self._pending = self._pending_thresh = 0
         if not k:
@@ -346,14 +333,14 @@ class StackDistances:
         sl, so, sh, ss = (b[:k] for b in self._buf)
         if self.threads == 2 and self.subs and k >= SPLIT_BATCH_FROM:
             # The sample on the other thread (its own outputs), the sub-samples here.
-            main = self._executor().submit(self._feed_main, sl, so, sh, ss, thresh, self._out2)
+            main = _worker().submit(self._feed_main, sl, so, sh, ss, thresh, self._out2)
             try:
-                self._feed_subs(sl, so, sh, ss)
+                self._feed_subs(sl, so, sh, ss, self._out)
             finally:
                 main.result()
             return
         self._feed_main(sl, so, sh, ss, thresh, self._out)
-        self._feed_subs(sl, so, sh, ss)
+        self._feed_subs(sl, so, sh, ss, self._out)
 
     def _feed_main(self, sl, so, sh, ss, thresh: int, out) -> None:
         """Feed the sample the pending events (those still below its threshold)."""
@@ -367,11 +354,11 @@ class StackDistances:
             if m:
                 self.fa.feed(out_l[:m], out_o[:m], out_h[:m])
 
-    def _feed_subs(self, sl, so, sh, ss) -> None:
-        """Feed each sub-sample its pending events."""
+    def _feed_subs(self, sl, so, sh, ss, out) -> None:
+        """Feed each sub-sample its pending events (``out``: scratch arrays)."""
         if not self.subs:
             return
-        out_l, out_o, out_h = self._out
+        out_l, out_o, out_h = out
         threshs = np.array([s.meta[M_THRESH] for s in self.subs], dtype=np.int64)
         MK.split_sample(sl, so, sh, ss, threshs, out_l, out_o, out_h, self._starts)
         for j, state in enumerate(self.subs):
@@ -425,9 +412,6 @@ class StackDistances:
     def finish(self, source: dict | None = None) -> MissRatioCurve:
         """The curve of everything fed so far."""
         self._flush()
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         fa = self.fa
         sa = None
         if self.sa_hist is not None:
@@ -626,11 +610,7 @@ def miss_ratio_curve(
         line, sets=sets, max_ways=max_ways, rate=rate, sample_size=sample_size, seed=seed,
         threads=threads,
     )  # fmt: skip
-    tap = _tap_class()(
-        HierarchyConfig(hierarchy.levels[: target + 1], hierarchy.name, hierarchy.memory_name),
-        target,
-        sd.feed_events,
-    )
+    tap = None  # the simulator's way, made when first needed (a few tenths of a millisecond)
     direct = target == 0 and sd.rate is not None and sd.sa_stk is None
     for part in (warmup, chunks):
         if part is None:
@@ -639,10 +619,18 @@ def miss_ratio_curve(
             sd.reset_counts()
         for addr, size, kind in part:
             if not (direct and sd.feed_trace(addr, size, kind, hierarchy.line_bits)):
+                if tap is None:
+                    levels = hierarchy.levels[: target + 1]
+                    tap = _tap_class()(
+                        HierarchyConfig(levels, hierarchy.name, hierarchy.memory_name),
+                        target,
+                        sd.feed_events,
+                    )
                 tap.feed(addr, size, kind)
             if progress is not None:
                 progress(len(addr))
-    tap.finish()
+    if tap is not None:
+        tap.finish()
     src = dict(source or {})
     if lv_cfg is not None:
         src.update(machine=hierarchy.name, level=lv_cfg.name)
