@@ -390,18 +390,27 @@ def fa_pass(src, shift, kinds, opmap, hashes, scale, table, words, btree, heap, 
 
 
 @njit(**JIT)
-def sa_pass(lines, ops, nsets, stk, hist):
-    """Per-set LRU stacks (top ``W`` entries, ``-1`` a hole or empty slot).
+def sa_pass(src, shift, kinds, opmap, nsets, stk, hist, half):
+    """Per-set LRU stacks (top ``W`` entries, ``-1`` a hole or empty slot) of the events
+    (lines ``src >> shift``, operations ``opmap[kinds]``): of every set for ``half``
+    -1, else of the even (0) or the odd (1) sets only (the others' events are skipped:
+    two threads can each take half the sets, with a ``hist`` each).
 
     ``hist[d]`` counts the lookups at per-set stack distance ``d < W``;
     ``hist[W]`` those at ``W`` or beyond, or cold: they miss at every
     associativity up to ``W``.
     """
     w = stk.shape[0] // nsets
-    for i in range(lines.shape[0]):
-        line = lines[i]
-        op = ops[i]
-        base = (line % nsets) * w
+    # a power of two of sets: the set is a mask away (a division costs more than the rest
+    # of a skipped event)
+    mask = nsets - 1 if nsets & (nsets - 1) == 0 else -1
+    for i in range(src.shape[0]):
+        line = src[i] >> shift
+        op = opmap[kinds[i]]
+        s = line & mask if mask >= 0 else line % nsets
+        if half >= 0 and (s & 1) != half:
+            continue
+        base = s * w
         p = w
         h = w
         for j in range(w):

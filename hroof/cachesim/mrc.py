@@ -163,10 +163,12 @@ class StackDistances(TwoThreads):
     seed : int
         Key of the sampling hash, ``0 <= seed < 2**32`` (:func:`sampling_key`).
     threads : int
-        1, or 2 for a sampled curve to use a second thread (the same curve): the
-        input check and hash filter of a trace chunk run on its two halves at once,
-        and the sample's stack pass runs beside its sub-samples'. The exact pass is
-        one chain of dependent updates and stays on one thread.
+        1, or 2 to use a second thread (the same curve). A sampled curve checks and
+        hashes each trace chunk on both (:mod:`hroof.cachesim._mrc_threads`), and feeds
+        its sample beside its sub-samples. A set-associative curve runs beside the fully
+        associative one: whole beside an exact pass, half its sets on each thread with a
+        sampled one. The exact fully associative pass itself is one chain of dependent
+        updates and stays on one thread (without ``sets``, 2 is taken as 1).
 
     Notes
     -----
@@ -199,7 +201,7 @@ class StackDistances(TwoThreads):
         if sample_size is not None and rate is None:
             rate = 1.0
         self.seed = seed
-        self.threads = threads if rate is not None else 1
+        self.threads = threads if rate is not None or sets is not None else 1
         self._half = None  # outputs of the part of a chunk the other thread hashes (threads=2)
         self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.key = sampling_key(seed)
@@ -227,12 +229,17 @@ class StackDistances(TwoThreads):
         self._pending = self._pending_thresh = 0  # sampled events not yet fed (``_flush``)
         self._starts = np.zeros(SUBSAMPLES + 1, dtype=np.int64)
         self._flags = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
-        self.sa_stk = self.sa_hist = None
+        self.sa_stk = self.sa_hist = self.sa_hist2 = None
         if sets is not None:
             if sets * max_ways > 1 << 31:
                 raise HroofError(f"sets x max_ways = {sets * max_ways} is too many entries")
             self.sa_stk = np.full(sets * max_ways, -1, dtype=np.int64)
             self.sa_hist = np.zeros(max_ways + 1, dtype=np.int64)
+            # the other thread's, 256 bytes away from anything else: the two threads add to
+            # their counts at every event, and counts sharing a host cache line with the
+            # other's would bounce it between the cores at every event
+            pad = np.zeros(max_ways + 1 + 64, dtype=np.int64)
+            self.sa_hist2 = pad[32 : 32 + max_ways + 1]
 
     def feed(self, lines, ops) -> None:
         """Add a batch: ``lines`` (int64 line addresses, >= 0) and ``ops`` (``OP_*``)."""
@@ -243,10 +250,36 @@ class StackDistances(TwoThreads):
         self.feed_events(lines, 0, ops, IDENTITY)
 
     def feed_events(self, src, shift: int, kinds, opmap) -> None:
-        """Add a batch of events: lines ``src >> shift``, operations ``opmap[kinds]``."""
-        if self.sa_stk is not None:
-            MK.sa_pass(src >> shift if shift else src, opmap[kinds], self.sets, self.sa_stk,
-                       self.sa_hist)  # fmt: skip
+        """Add a batch of events: lines ``src >> shift``, operations ``opmap[kinds]``.
+
+        With ``threads=2`` and a set-associative curve, a batch of :data:`SPLIT_FROM`
+        events or more runs the set-associative pass on the other thread beside the
+        fully associative one: all of it beside an exact pass, its odd sets beside a
+        sampled pass (which takes the even sets first). Each set's stack sees the same
+        references in the same order either way.
+        """
+        other = None
+        try:
+            if self.sa_stk is not None:
+                sa = (src, shift, kinds, opmap, self.sets, self.sa_stk)
+                if self.threads == 2 and src.shape[0] >= SPLIT_FROM:
+                    exact = self.rate is None
+                    other = _worker().submit(MK.sa_pass, *sa, self.sa_hist2, -1 if exact else 1)
+                    if not exact:
+                        MK.sa_pass(*sa, self.sa_hist, 0)
+                else:
+                    MK.sa_pass(*sa, self.sa_hist, -1)
+            # (a flush would queue the sample's feed behind the other thread's part)
+            self._feed_fa(src, shift, kinds, opmap, flush=other is None)
+        finally:
+            if other is not None:
+                other.result()
+        if other is not None and self._pending >= PENDING:
+            self._flush()
+
+    def _feed_fa(self, src, shift: int, kinds, opmap, flush: bool = True) -> None:
+        """The fully associative pass (exact, or SHARDS's filter) of a batch of events;
+        ``flush``: as :meth:`_add_pending`."""
         if self.rate is None:
             self.fa.feed(src, kinds, src, shift, opmap)
             return
@@ -257,7 +290,7 @@ class StackDistances(TwoThreads):
             src, shift, kinds, opmap, _lookup_mask(opmap), self.key, thresh, self._flags,
             *(b[p:] for b in self._buf),
         )  # fmt: skip
-        self._add_pending(k, nlookups, thresh)
+        self._add_pending(k, nlookups, thresh, flush)
 
     def feed_trace(self, addr, size, kind, line_bits: int) -> bool:
         """Sample a raw trace chunk (the stream into the first level) in one pass that also
@@ -375,6 +408,7 @@ class StackDistances(TwoThreads):
             state.reset_counts()
         if self.sa_hist is not None:
             self.sa_hist[:] = 0
+            self.sa_hist2[:] = 0
 
     def _estimate(self, state: FAState, fraction: float, caps=None):
         """SHARDS-adj estimate of one sampler: ``(tail, cold, reload)`` in full-stream lookups.
@@ -415,7 +449,8 @@ class StackDistances(TwoThreads):
         fa = self.fa
         sa = None
         if self.sa_hist is not None:
-            sa = np.cumsum(self.sa_hist[::-1])[::-1][1:].copy()
+            hist = self.sa_hist + self.sa_hist2
+            sa = np.cumsum(hist[::-1])[::-1][1:].copy()
         if self.rate is None:
             hist, lookups, cold, rel = fa.counts()
             tail = np.cumsum(hist[::-1])[::-1] + cold + rel
@@ -484,7 +519,7 @@ class StackDistances(TwoThreads):
     def state_bytes(self) -> int:
         n = self.fa.state_bytes + sum(s.state_bytes for s in self.subs)
         if self.sa_stk is not None:
-            n += self.sa_stk.nbytes + self.sa_hist.nbytes
+            n += self.sa_stk.nbytes + 2 * self.sa_hist.nbytes
         return n
 
 
@@ -567,7 +602,8 @@ def miss_ratio_curve(
         Accesses run before ``chunks`` and not counted (as :func:`hroof.cachesim.simulate`'s
         ``warmup``): the stacks start warm, the curve counts ``chunks`` only.
     threads : int
-        2: a sampled curve uses a second thread (:class:`StackDistances`); the same curve.
+        2: a sampled or set-associative curve uses a second thread (:class:`StackDistances`);
+        the same curve.
 
     Returns
     -------

@@ -93,7 +93,7 @@ def _csv(report) -> str:
 
 def format_mrc(report, *, title: str, threads: int = 1) -> str:
     """The text report: the curve's facts, knees against layer conditions, levels, AIs
-    (``threads``: the threads the sampled pass ran on)."""
+    (``threads``: the threads the curve's pass ran on)."""
     c = report.curve
     out = [title, ""]
     facts = [
@@ -115,6 +115,10 @@ def format_mrc(report, *, title: str, threads: int = 1) -> str:
         )
         if s.get("warning"):
             facts += textwrap.wrap("Warning: " + s["warning"], 100)
+    elif threads > 1:
+        facts.append(
+            f"{threads} threads: the set-associative curve beside the exact one (the same curves)"
+        )
     out += facts
     out += ["", "Knees (where the miss ratio falls sharply; capacity = 90 % of the drop done):"]
     lcs = sorted(report.layer_conditions.items(), key=lambda t: t[1])
@@ -205,25 +209,19 @@ def _more_capacity_sentence(report) -> list[str]:
     return ["", *textwrap.wrap(text, 100)]
 
 
-#: ``--threads auto`` samples on two threads from this many accesses.
+#: ``--threads auto`` takes two threads from this many accesses.
 TWO_THREADS_FROM = 1_000_000
 
 
 def _threads(args, total: int | None) -> int:
-    """``--threads``: 1, 2 (a sampled curve only), or auto: two for a sampled curve of
-    :data:`TWO_THREADS_FROM` accesses or more when a second CPU is idle, else one."""
-    sampled = args.sample is not None or args.sample_size is not None
-    if args.threads == "2" and not sampled:
-        raise HroofError(
-            "--threads 2 is for a sampled curve (--sample or --sample-size): the exact "
-            "pass is one chain of dependent updates"
-        )
+    """``--threads``: 1, 2, or auto: two for a stream of :data:`TWO_THREADS_FROM` accesses
+    or more (or of unknown length) when a second CPU is idle, else one."""
     if args.threads != "auto":
         return int(args.threads)
     from hroof.studies.runs import second_cpu_free
 
     big = total is None or total >= TWO_THREADS_FROM
-    return 2 if sampled and big and second_cpu_free() else 1
+    return 2 if big and second_cpu_free() else 1
 
 
 #: What to do when the simulation's classification would not fit.
@@ -378,10 +376,11 @@ def register(sub, machine_sub) -> None:
         "--threads",
         choices=("auto", "1", "2"),
         default="auto",
-        help="2: a sampled curve checks and hashes each chunk's two halves at once and runs "
-        "the sample beside its sub-samples (the same curve); auto (default): two for --sample "
-        "or --sample-size from 1,000,000 accesses when a second CPU is idle (load average), "
-        "else one. The exact curve runs on one thread",
+        help="2: a second thread, the same curves: the set-associative curve runs beside the "
+        "fully associative one (with --sample or --sample-size, half its sets on each thread, "
+        "and the sample is fed beside its sub-samples); auto (default): two from 1,000,000 "
+        "accesses when a second CPU is idle (load average), else one. The exact fully "
+        "associative pass itself is one chain of dependent updates, on one thread",
     )
     p.add_argument(
         "--no-simulate",
