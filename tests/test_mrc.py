@@ -752,7 +752,7 @@ def test_cli_threads(capsys, monkeypatch):
     assert json.loads(outs[0]) == json.loads(outs[1])
     code, out, _ = run_cli(capsys, *argv, "--threads", "2")
     assert code == 0 and "hash seed 0, 2 threads" in out
-    exact = argv[:3] + ["--no-simulate", "-q"]
+    exact = [*argv[:3], "--no-simulate", "-q"]
     outs = [run_cli(capsys, *exact, "--threads", t, "--json")[1] for t in ("1", "2")]
     assert json.loads(outs[0]) == json.loads(outs[1])
     code, out, _ = run_cli(capsys, *exact, "--threads", "2")
