@@ -69,9 +69,14 @@ def test_guidance_for_ais_bad_input(machine):
         guidance_for_ais({"L1": 1.0, "L2": 1.0, "DRAM": 1.0}, bare)
 
 
-def test_simulated_stencil_traffic_steps(machine):
+@pytest.mark.parametrize("l2_bandwidth", [100.0, 14.0])
+def test_simulated_stencil_traffic_steps(l2_bandwidth):
     """stencil7 n=64 on 4 KiB / 32 KiB: DRAM-bound with capacity misses at L2 and write
-    allocates; each step's gain is the bound recomputed without that part of the traffic."""
+    allocates; each step's gain is the bound recomputed without that part of the traffic.
+    With L2 at 14 GB/s its roof (AI 0.168: 2.36 GFLOP/s) lies between the bound (1.68) and
+    the bound without L2's capacity misses (2.77): L2 binds then, and the text says so."""
+    doc = dict(DOC, level=[DOC["level"][0], dict(DOC["level"][1], bandwidth=l2_bandwidth)])
+    machine = machine_from_dict(doc)
     res = simulate_kernel("stencil7", machine.hierarchy, n=64)
     r = roofline(res, machine)
     g = guidance(res, machine)
@@ -86,12 +91,22 @@ def test_simulated_stencil_traffic_steps(machine):
         expected = min(40.0, 10.0 * ai, *(lv.attainable for lv in r.levels[:-1]))
         assert steps[what].gain == pytest.approx(expected / r.bound)
         assert steps[what].gain > 1
+        # the text names the limit that binds instead when it is not DRAM any more (why
+        # the gain can be small), and says nothing of the kind when DRAM still binds
+        roofs = {lv.name: lv.attainable for lv in r.levels[:-1]}
+        roofs.update(compute=40.0, DRAM=10.0 * ai)
+        then = min(roofs, key=roofs.get)
+        name = "the compute peak" if then == "compute" else f"{then} bandwidth"
+        assert (f"; then {name} binds" in steps[what].text) == (then != "DRAM")
+        assert "; then DRAM" not in steps[what].text
     assert "block or tile" in steps["capacity misses at L2"].text
     assert "32 KiB" in steps["capacity misses at L2"].text
     assert "non-temporal" in steps["write-allocate fills at L2"].text
     floor = steps["compulsory traffic at DRAM"]
     assert floor.gain is None and floor.limit > r.bound
     assert g.steps[-1] is floor  # the floor comes last: nothing to apply
+    handed = [s for s in g.steps if "; then L2 bandwidth binds" in s.text]
+    assert len(handed) == (2 if l2_bandwidth < 20 else 0)  # capacity misses, the floor
 
 
 def test_l1_bound_kernel_gets_register_advice():
@@ -202,6 +217,10 @@ def test_guidance_for_ais_data_movement_gain_stops_at_the_next_roof(machine):
     g = guidance_for_ais({"L1": 0.5, "L2": 0.2, "DRAM": 0.25}, machine)
     (step,) = [s for s in g.steps if s.what == "DRAM traffic"]
     assert step.gain == pytest.approx(8.0)
+    assert "rises to 20 GFLOP/s (8x; then L2 bandwidth binds)" in step.text
+    g = guidance_for_ais({"L1": 0.5, "L2": 1.0, "DRAM": 0.25}, machine)
+    (step,) = [s for s in g.steps if s.what == "DRAM traffic"]
+    assert "(16x; then the compute peak binds)" in step.text  # the ridge reaches the peak
 
 
 def test_kernel_without_flops_gets_no_guidance(capsys):

@@ -189,11 +189,18 @@ def _bandwidth_step(c: Ceiling, ai: float, bound: float, binding: str) -> Step:
         f"{_limiter(binding)} holds the kernel to {_g(bound)} GFLOP/s.")  # fmt: skip
 
 
-def _rebound(ais: dict[str, float], machine: Machine, level: str, ai: float) -> float:
-    """The bound with ``level``'s AI replaced by ``ai``."""
+def _rebound_by(ais: dict[str, float], machine: Machine, level: str, ai: float):
+    """The bound with ``level``'s AI replaced by ``ai``, and what binds then (a level's
+    name, or ``"compute"``)."""
     new = dict(ais, **{level: ai})
-    roofs = [new[name] * bw for name, bw in machine.all_bandwidths()]
-    return min([machine.peak, *roofs])
+    roofs = [(new[name] * bw, name) for name, bw in machine.all_bandwidths()]
+    return min([(machine.peak, "compute"), *roofs], key=lambda t: t[0])
+
+
+def _then(binder: str, binding: str) -> str:
+    """``"; then L3 bandwidth binds"`` when removing traffic hands the bound to another
+    limit (which is why the gain can be small), else nothing."""
+    return "" if binder == binding else f"; then {_limiter(binder)} binds"
 
 
 def _movement_steps(result: SimResult, machine: Machine, ais: dict, bound: float,
@@ -232,18 +239,19 @@ def _movement_steps(result: SimResult, machine: Machine, ais: dict, bound: float
         share = parts[part] / total
         if share < MIN_SHARE:
             continue
-        better = _rebound(ais, machine, binding, flops / (total - parts[part]))
+        better, binder = _rebound_by(ais, machine, binding, flops / (total - parts[part]))
         steps.append(Step("data movement", f"{label} at {above.name}", bound, better / bound,
             True, f"{label.capitalize()} at {above.name} are {share:.0%} of {binding} traffic: "
             f"{how}; without them the bound rises to {_g(better)} GFLOP/s "
-            f"({better / bound:.3g}x)."))  # fmt: skip
+            f"({better / bound:.3g}x{_then(binder, binding)})."))  # fmt: skip
     compulsory = parts["compulsory"] + (result.core.bytes_nt if k == len(names) - 1 else 0)
     if compulsory and compulsory / total >= MIN_SHARE:
-        ideal = _rebound(ais, machine, binding, flops / compulsory)
+        ideal, binder = _rebound_by(ais, machine, binding, flops / compulsory)
         steps.append(Step("data movement", f"compulsory traffic at {binding}", ideal,
             None, ideal > bound * (1 + 1e-9),
             f"Compulsory traffic is {compulsory / total:.0%} of {binding} traffic (AI "
-            f"{_g(flops / compulsory)} FLOP/byte, bound {_g(ideal)} GFLOP/s, were it all): "
+            f"{_g(flops / compulsory)} FLOP/byte, bound {_g(ideal)} GFLOP/s, were it all"
+            f"{_then(binder, binding)}): "
             "only another algorithm, fusing loops over the same data, or a smaller data type "
             "lowers it."))  # fmt: skip
     return steps
@@ -283,12 +291,12 @@ def guidance_for_ais(ais: Mapping[str, float], machine: Machine) -> Guidance:
     if binding != "compute":
         ridge = machine.peak / machine.bandwidth(binding)
         # at the ridge point, the bound rises until the peak or another level's roof binds
-        better = _rebound(dict(ais), machine, binding, ridge)
+        better, binder = _rebound_by(dict(ais), machine, binding, ridge)
         steps.append(Step("data movement", f"{binding} traffic", bound, better / bound, True,
             f"{binding} binds at AI {_g(ais[binding])} FLOP/byte, below its ridge point "
             f"{_g(ridge)}: move fewer bytes from {binding} per flop (reuse data in the caches "
             f"above it) to raise the AI; at the ridge point the bound rises to {_g(better)} "
-            f"GFLOP/s ({better / bound:.3g}x)."))  # fmt: skip
+            f"GFLOP/s ({better / bound:.3g}x{_then(binder, binding)})."))  # fmt: skip
     return _assemble(bound, binding, steps)
 
 
