@@ -26,13 +26,18 @@
 3. A billion accesses (stencil7 n=128 sweeps=64) streamed chunk by chunk
    through the exact pass: time and peak memory (bounded by the distinct
    lines, not the accesses).
+4. With ``--cli N``: ``hroof mrc stencil7 n=N --no-simulate`` end to end (a fresh
+   process each time: start-up, generating the trace, the fully associative curve and
+   the set-associative one at L1's sets), exact and ``--sample 0.01``, ``--threads 1``
+   against ``--threads 2``, interleaved, best wall time of ``--repeats`` (a quiet
+   machine's figure).
 
 Every pass runs once on a tiny stream first (JIT compile or cache load, not
 timed); timings are the best of ``--repeats`` runs.
 
 Usage::
 
-    python bench/mrc.py [--repeats 3] [--seeds 5] [--no-billion]
+    python bench/mrc.py [--repeats 3] [--seeds 5] [--no-billion] [--cli 256]
 """
 
 from __future__ import annotations
@@ -303,6 +308,27 @@ def billion() -> None:
     print(f"  SHARDS / exact, the generation left out: {exact / max(shards, 1e-9):.1f}x faster")
 
 
+def cli(n: int, repeats: int) -> None:
+    """``hroof mrc stencil7 n=N --no-simulate`` on one thread and on two, end to end."""
+    cases = [(sample, threads) for sample in ([], ["--sample", "0.01"]) for threads in "12"]
+    walls: dict[tuple, list[float]] = {}
+    for _ in range(repeats):
+        for sample, threads in cases:
+            argv = [sys.executable, "-m", "hroof", "mrc", "stencil7", f"n={n}", "--no-simulate",
+                    "-q", "--json", "--threads", threads, *sample]  # fmt: skip
+            t0 = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            walls.setdefault((bool(sample), threads), []).append(time.perf_counter() - t0)
+    print(f"hroof mrc stencil7 n={n} --no-simulate, best wall of {repeats} (load average "
+          f"{os.getloadavg()[0]:.2f}):")  # fmt: skip
+    print("| curve | --threads 1 s | --threads 2 s | speed-up |")
+    print("|---|---:|---:|---:|")
+    for sampled in (False, True):
+        one, two = (min(walls[(sampled, t)]) for t in "12")
+        label = "SHARDS R = 0.01" if sampled else "exact"
+        print(f"| {label} | {one:.2f} | {two:.2f} | {one / two:.2f}x |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -312,9 +338,14 @@ def main() -> None:
     ap.add_argument("--no-accuracy", action="store_true")
     ap.add_argument("--no-billion", action="store_true")
     ap.add_argument("--billion-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--cli", type=int, metavar="N",
+                    help="only: hroof mrc stencil7 n=N end to end, one thread against two")  # fmt: skip
     args = ap.parse_args()
     if args.billion_only:
         billion()
+        return
+    if args.cli:
+        cli(args.cli, args.repeats)
         return
     warm()
     if not args.no_speed:
