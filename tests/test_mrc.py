@@ -292,10 +292,15 @@ def test_a_feed_the_other_thread_has_not_started_is_taken_back():
     assert sd.feed_trace(addr, size, kind, 6) and sd._pending > 0  # a small chunk: pending
     release, ran = threading.Event(), {}
     subs = sd._feed_subs
-    sd._feed_subs = lambda *a: ran.setdefault("subs", threading.current_thread()) and subs(*a)
+
+    def feed_subs(*a):  # the worker is held until the sub-samples' feed has started
+        ran.setdefault("subs", threading.current_thread())
+        release.set()
+        return subs(*a)
+
+    sd._feed_subs = feed_subs
     blocker = M._worker().submit(release.wait, 10)
     sd._submit_feed()
-    threading.Timer(0.05, release.set).start()
     got = sd.finish()
     assert blocker.result() and ran["subs"] is threading.main_thread()
     want = ref.finish()
