@@ -359,3 +359,31 @@ def test_insert_is_touch_of_an_absent_line():
             dirty = int(rng.integers(0, 2))
             assert insert(a, 2, ways, lines[ways], dirty) == touch(b, 2, ways, lines[ways], dirty)
             assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("where", ["L1", "L2"])
+def test_stride_pages_sharing_a_row_hint(where):
+    """Three pages whose rows share one hint slot (``_prefetch_kernels.stride_row``), their
+    strided streams interleaved: each lookup finds its row by the scan the hint stands in
+    for (the slot holds another page's row), so every stream confirms and prefetches as in
+    the naive twin. At L1 (access by access) and at L2 below a plain L1 (the split kernel,
+    whose read-ahead guesses from the hinted row only)."""
+    from hroof.cachesim._prefetch_kernels import HINT_BITS
+    from hroof.cachesim._shadow_kernels import _hash
+
+    slot: dict[int, list[int]] = {}
+    page = 0
+    while not any(len(v) == 3 for v in slot.values()):
+        page += 1
+        slot.setdefault(int(_hash(np.int64(page), HINT_BITS)), []).append(page)
+    pages = slot[int(_hash(np.int64(page), HINT_BITS))]
+    lines = [p * 64 + 2 * k for k in range(12) for p in pages]  # stride 2 lines, in each page
+    stride = {"prefetch": "stride", "prefetch_streams": 4, "prefetch_distance": 2}
+    if where == "L1":
+        levels = [lvl("L1", 4, 8) | stride, lvl("L2", 8, 8)]
+    else:
+        levels = [lvl("L1", 1, 1), lvl("L2", 8, 8) | stride]
+    f = both(levels, lines)
+    pl = f["levels"][int(where[1]) - 1]
+    # Per page: lookups 3 .. 12 request (10 each); every one lands in the page.
+    assert pl["prefetches_issued"] == 30

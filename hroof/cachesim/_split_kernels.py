@@ -268,11 +268,18 @@ def _make_split_pass(CLASSIFY):
                     # At the top level only if that is where it prefetches: the levels
                     # below see the request only if the top level lacks the line, which
                     # is checked (in the set read here) HALF_AHEAD events ahead.
+                    # Its set only, there: the request touches the shadow (at every level it
+                    # reaches) only if that level lacks the line, checked HALF_AHEAD events
+                    # ahead, where the shadow pair is read. Below a prefetching level under the
+                    # top, nothing checks: the sets and shadow pairs of every level are read.
                     y = _guess(pf, pf_first, pf_hint, ahead)
                     if y != ahead:  # a stride guess without a row or stride: read above
-                        for u in range(pf_first, pf_first + 1 if pf_first == top else nlev):
-                            _prefetch(tags, _base(geo, u, y))
-                            _sh_prefetch(sh, u, y)
+                        if pf_first == top:
+                            _prefetch(tags, _base(geo, top, y))
+                        else:
+                            for u in range(pf_first, nlev):
+                                _prefetch(tags, _base(geo, u, y))
+                                _sh_prefetch(sh, u, y)
                 if i + HALF_AHEAD < n:
                     # A nearer event, and the line its prefetch would request: where the
                     # top level lacks them (in its set, read PREFETCH_AHEAD events ahead),
@@ -291,6 +298,7 @@ def _make_split_pass(CLASSIFY):
                         if pf_hint != 0 and pf_first == top:
                             y = _guess(pf, pf_first, pf_hint, soon)
                             if y != soon and find(tags, _base(geo, top, y), geo.ways[top], y) < 0:
+                                _sh_prefetch(sh, top, y)
                                 _read_below(top, y, victims_below, geo, tags, fl, sh, pt_bits)
             e = ev[i]
             line = e >> EV_BITS
