@@ -265,13 +265,12 @@ def _make_split_pass(CLASSIFY):
                 _flag_prefetch(fl, ahead, pt_bits)
                 if pf_hint != 0 and demand:
                     # The line the first prefetcher would request for it.
-                    # At the top level only if that is where it prefetches: the levels
-                    # below see the request only if the top level lacks the line, which
-                    # is checked (in the set read here) HALF_AHEAD events ahead.
-                    # Its set only, there: the request touches the shadow (at every level it
-                    # reaches) only if that level lacks the line, checked HALF_AHEAD events
-                    # ahead, where the shadow pair is read. Below a prefetching level under the
-                    # top, nothing checks: the sets and shadow pairs of every level are read.
+                    # Where the top level prefetches, its set only: the request touches
+                    # the shadows, and the levels below, only if the top level lacks the
+                    # line, which is checked HALF_AHEAD events ahead in the set read here
+                    # (the shadow pair and the state below are read then). Below a
+                    # prefetching level under the top nothing checks: every level's set
+                    # and shadow pair are read here.
                     y = _guess(pf, pf_first, pf_hint, ahead)
                     if y != ahead:  # a stride guess without a row or stride: read above
                         if pf_first == top:
