@@ -379,6 +379,8 @@ class Boom:  # raises in __del__: Python can only report it ("Exception ignored"
     def __init__(self, exc): self.exc = exc
     def __del__(self): raise self.exc
 
+# Python leaves SIGINT ignored when it starts ignored (a test run in the background)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 exc = KeyboardInterrupt() if sys.argv[1] == "INT" else Terminated(signal.SIGTERM)
 with signals_raise():
     t0 = time.monotonic()
