@@ -98,6 +98,8 @@ def warm() -> None:
     for kw in ({}, {"rate": 0.5}, {"sample_size": 64}):
         miss_ratio_curve(tiny.chunks(), **kw)
     miss_ratio_curve(tiny.chunks(), h)
+    # two threads: chunks of 2**16 accesses or more are hashed in stripes on both
+    miss_ratio_curve(plan_kernel("stencil7", n=24).chunks(), rate=0.01, threads=2)
 
 
 def breakdown(chunks, repeats: int) -> tuple[float, float, float]:
@@ -105,6 +107,7 @@ def breakdown(chunks, repeats: int) -> tuple[float, float, float]:
     input check and hash filter it runs (``scan_prefilter``), and, for comparison, the
     two unfused passes it replaced (the simulator's ``scan_chunk``, then ``prefilter``)."""
     from hroof.cachesim import _mrc_kernels as MK
+    from hroof.cachesim import _mrc_scan as MSC
     from hroof.cachesim import _stream_kernels as SK
     from hroof.cachesim.mrc import sampling_key
 
@@ -118,7 +121,7 @@ def breakdown(chunks, repeats: int) -> tuple[float, float, float]:
 
     def fused():
         for a, s, k in chunks:
-            MK.scan_prefilter(a, s, k, 6, limit, key, thresh, flags, *out)
+            MSC.scan_prefilter(a, s, k, 6, limit, key, thresh, flags, *out)
 
     def hashing():
         for a, _, k in chunks:

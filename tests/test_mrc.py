@@ -4,6 +4,7 @@ and the curves against the simulator at each level's capacity and geometry."""
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from numpy.testing import assert_array_equal
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import _mrc_scan as MSC
 from hroof.cachesim import _mrc_state as MS
 from hroof.cachesim import hierarchy, resolve_machine, simulate
 from hroof.cachesim import mrc as M
@@ -204,16 +206,47 @@ def test_two_threads_give_the_same_sampled_curve(kw, monkeypatch):
         M.miss_ratio_curve([(bad, size, kind)], **kw, threads=2)
 
 
+def _stripes_fall(how, rng, real):
+    """A stand-in for ``_mrc_scan.scan_claim`` that makes the two threads' stripes fall
+    as ``how`` says, each way one that real timing can give: the front thread takes all
+    ("front only": the other thread never starts its part); the back thread all, the
+    front seeing that at once ("back only") or late and taking the first ``x`` stripes
+    again ("overlap"); the two meeting at a random stripe ("meet"). ``real`` is the
+    kernel."""
+    back_done = threading.Event()
+
+    def claim(*a):
+        claims, back, ns = a[13], a[14], -(-a[0].shape[0] // a[12])
+        x = int(rng.integers(0, ns + 1))
+        if back:
+            try:
+                if how == "front only":
+                    return 0, ns, 0
+                if how == "meet":
+                    claims[0] = x  # the front thread took stripes 0 .. x - 1 first
+                return real(*a)
+            finally:
+                back_done.set()
+        if how != "front only":
+            assert back_done.wait(60)
+            back_done.clear()
+            claims[1] = {"back only": 0, "overlap": x, "meet": claims[0]}[how]
+        return real(*a)
+
+    return claim
+
+
 @pytest.mark.parametrize("kw", [{"rate": 0.3, "seed": 5}, {"sample_size": 64}])
-@pytest.mark.parametrize("split", ["half", "all here", "random"])
-def test_two_threads_feed_the_samplers_beside_the_hashing_wherever_the_chunk_is_cut(
-    kw, split, monkeypatch
+@pytest.mark.parametrize("how", ["front only", "back only", "overlap", "meet", "as it falls"])
+def test_two_threads_feed_the_samplers_beside_the_hashing_however_the_stripes_fall(
+    kw, how, monkeypatch
 ):
     """threads=2 feeds the events pending from earlier chunks on the other thread while
-    this one hashes the next chunk's first part, the split point chosen from measured
-    times: the curve is the one thread's wherever the split falls, with a rejected chunk
-    (a straddling access) between two that are fed, and in fixed-size mode, where the
-    feeding lowers the threshold the next chunk was hashed with."""
+    this one hashes the next chunk's stripes from the front, the other taking stripes from
+    the back once it has fed them: the curve is the one thread's however the stripes fall
+    (a stripe taken by both included), with a rejected chunk (a straddling access) between
+    two that are fed, and in fixed-size mode, where the feeding lowers the threshold the
+    next chunk was hashed with."""
     rng = np.random.default_rng(11)
     n = 6000
     addr = rng.integers(0, 3000, n) * 64
@@ -225,24 +258,72 @@ def test_two_threads_feed_the_samplers_beside_the_hashing_wherever_the_chunk_is_
     chunks.insert(2, (straddle, size[:1500], kind[:1500]))
     monkeypatch.setattr(M, "PENDING", 100)
     ref = M.miss_ratio_curve(chunks, **kw)
-    cut = {
-        "half": lambda n: n // 2,
-        "all here": lambda n: n,  # the other thread only feeds
-        "random": lambda n: int(rng.integers(n // 2, n + 1)),
-    }[split]
-    splits, fed = [], []
-    monkeypatch.setattr(
-        M.StackDistances, "_split_point", lambda self, n, backlog: splits.append(n) or cut(n)
-    )
+    fed, claims = [], []
     submit = M.StackDistances._submit_feed
     monkeypatch.setattr(
         M.StackDistances, "_submit_feed", lambda self: fed.append(self._pending) or submit(self)
     )
+    claim = MSC.scan_claim if how == "as it falls" else _stripes_fall(how, rng, MSC.scan_claim)
+    monkeypatch.setattr(MSC, "scan_claim", lambda *a: claims.append(a[14]) or claim(*a))
     monkeypatch.setattr(M, "SPLIT_FROM", 2)
+    monkeypatch.setattr(MSC, "STRIPE", 64)
     got = M.miss_ratio_curve(chunks, **kw, threads=2)
     assert_array_equal(got.tail, ref.tail)
     assert got.sample == ref.sample and got.lookups == ref.lookups
-    assert len(splits) == len(chunks) and len(fed) >= 3 and min(fed) > 0
+    assert sorted(claims) == [False] * len(chunks) + [True] * len(chunks)
+    assert len(fed) >= 3 and min(fed) > 0
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000])
+@pytest.mark.parametrize("stripe", [1, 64, 100])
+def test_claimed_stripes_merge_to_the_one_thread_filter(n, stripe):
+    """``scan_claim`` on the two ends of a chunk, in each order two threads can run it
+    (one taking everything; a stale view, both taking the first stripes; meeting at any
+    stripe), and ``merge_stripes``: the events, their order and the lookups of
+    ``scan_prefilter``, and its rejection (an NT store kind 3 in any stripe)."""
+    from hroof.cachesim import _stream_kernels as SK
+
+    rng = np.random.default_rng(n + stripe)
+    addr = rng.integers(0, 2**20, n) * 8
+    size = np.full(n, 8, np.int64)
+    kind = rng.choice(np.array([0, 1, 2], np.uint8), n)
+    limit = 1 << SK.addr_limit_bits(6)
+    args = (6, limit, M.sampling_key(3), 1 << 22)
+    ns = -(-n // stripe)
+
+    def outs():
+        return [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+
+    flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+    want = outs()
+    k, lk, rej = MSC.scan_prefilter(addr, size, kind, *args, flags, *want)
+    assert rej == 0
+    for first, seen, front_stop in itertools.product(
+        range(ns + 1), ["back", "front"], {0, ns, ns // 2, 1}
+    ):
+        # the back thread starts once the front one has announced ``first`` stripes; the
+        # front one then sees the back's lowest (``seen == "back"``) or a stale ``front_stop``
+        front, back = outs(), outs()
+        ends, lookups = np.zeros(ns + 1, np.int64), np.full(ns, -1, np.int64)
+        claims = np.array([first, ns], np.int64)
+        _, low, rej_b = MSC.scan_claim(addr, size, kind, *args, flags, *back, stripe, claims,
+                                       True, ends, lookups)  # fmt: skip
+        assert low == first and rej_b == 0
+        claims[1] = low if seen == "back" else max(low, front_stop)
+        kf, edge, rej_f = MSC.scan_claim(addr, size, kind, *args, flags, *front, stripe, claims,
+                                         False, ends, lookups)  # fmt: skip
+        assert edge == claims[1] and rej_f == 0
+        got = MSC.merge_stripes(edge, ns, ends, *back, *front, kf)
+        assert got == k and lookups.sum() == lk
+        for g, w in zip(front, want, strict=True):
+            assert_array_equal(g[:k], w[:k])
+    bad = kind.copy()
+    bad[rng.integers(0, n)] = 3
+    for back in (True, False):
+        claims = np.array([0, ns], np.int64)
+        _, _, rej = MSC.scan_claim(addr, size, bad, *args, flags, *outs(), stripe, claims, back,
+                                   np.zeros(ns + 1, np.int64), np.zeros(ns, np.int64))  # fmt: skip
+        assert rej == 1
 
 
 @pytest.mark.parametrize("sets", [1, 7, 16])
@@ -527,7 +608,7 @@ def test_scan_prefilter_matches_the_check_and_the_filter(n):
     key = M.sampling_key(5)
     for thresh in (1 << 20, MK.SAMPLE_P):
         out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
-        k, lk, rej = MK.scan_prefilter(addr, size, kind, 6, limit, key, thresh, flags, *out)
+        k, lk, rej = MSC.scan_prefilter(addr, size, kind, 6, limit, key, thresh, flags, *out)
         *want, want_lk = naive_prefilter(addr, 6, kind, MK.OPS, key, thresh)
         assert rej == 0 and lk == want_lk and k == len(want[0])
         for got, exp in zip(out, want, strict=True):
@@ -541,9 +622,44 @@ def test_scan_prefilter_matches_the_check_and_the_filter(n):
         j = (7 * i) % n
         bad_a[j], bad_s[j], bad_k[j] = a, sz, kd
         out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
-        _, _, rej = MK.scan_prefilter(bad_a, bad_s, bad_k, 6, limit, key, 1 << 20, flags, *out)
+        _, _, rej = MSC.scan_prefilter(bad_a, bad_s, bad_k, 6, limit, key, 1 << 20, flags, *out)
         scan = SK.scan_chunk(bad_a, bad_s, bad_k, 6, limit)
         assert rej == 1 and sum(scan[:4]) >= 1, (a, sz, kd)  # rejected or split there too
+
+
+_EDGE_ADDR = st.sampled_from([0, 1, 56, 63, 64, 2**62 - 64, 2**62 - 1, 2**62, 2**63 - 1,
+                              -1, -(2**63)]) | st.integers(-(2**63), 2**63 - 1)  # fmt: skip
+_EDGE_SIZE = st.sampled_from([1, 8, 63, 64, 65, 0, -1, 2**62, 2**63 - 1, -(2**63)]) | st.integers(
+    -(2**63), 2**63 - 1
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(a=_EDGE_ADDR, sz=_EDGE_SIZE, kd=st.integers(0, 255), at=st.integers(0, 1099),
+       line_bits=st.sampled_from([5, 6, 7]))  # fmt: skip
+def test_scan_prefilter_rejects_exactly_what_the_simulator_rejects_or_splits(
+    a, sz, kd, at, line_bits
+):
+    """The fused kernel's check ORs the values together where ``scan_chunk`` compares
+    each: one access at the edges (addresses and sizes near the limits, overflowing
+    sums, every kind) among valid ones is rejected exactly when ``scan_chunk`` counts
+    it bad or straddling."""
+    from hroof.cachesim import _stream_kernels as SK
+
+    n = 1100
+    line = 1 << line_bits
+    addr = np.arange(n, dtype=np.int64) * line
+    size = np.full(n, line, np.int64)
+    kind = np.zeros(n, np.uint8)
+    addr[at], size[at], kind[at] = a, sz, kd
+    limit = 1 << SK.addr_limit_bits(line_bits)
+    flags = np.zeros(MK.PREFILTER_BLOCK, np.uint8)
+    out = [np.empty(n, t) for t in (np.int64, np.uint8, np.int64, np.int64)]
+    _, _, rej = MSC.scan_prefilter(addr, size, kind, line_bits, limit, M.sampling_key(1), 1 << 20,
+                                  flags, *out)  # fmt: skip
+    with np.errstate(over="ignore"):
+        scan = SK.scan_chunk(addr, size, kind, line_bits, limit)
+    assert bool(rej) == (sum(scan[:4]) > 0), (a, sz, kd, scan[:4])
 
 
 @pytest.mark.parametrize("n", [0, 1, 1000])

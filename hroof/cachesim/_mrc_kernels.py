@@ -77,6 +77,16 @@ def _mix(x):
     return z ^ (z >> np.uint64(31))
 
 
+@njit(**INLINE)
+def _mix_top(x):
+    """:func:`_mix` without its last step: ``z ^ (z >> 31)`` keeps ``z``'s top 33 bits, so
+    the two agree on the top :data:`SAMPLE_BITS` bits, all the sampling test reads (two
+    vector operations fewer per access in the filters' first loop)."""
+    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    return (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+
+
 @njit(**JIT)
 def sample_hash(lines, key, out_hash, out_sub):
     """The SHARDS hash of each line (``[0, 2**24)``) and its sub-sample (``0..3``):
@@ -499,53 +509,12 @@ def prefilter(src, shift, kinds, opmap, lookup_mask, key, thresh, flags, out_lin
         kd = kinds[lo : lo + m]
         for j in range(m):
             lookups += (lookup_mask >> np.uint64(kd[j] & 63)) & np.uint64(1)
-            flags[j] = _mix((s[j] >> shift) ^ key) <= top
+            flags[j] = _mix_top((s[j] >> shift) ^ key) <= top
         for j in range(m, (m + 7) // 8 * 8):
             flags[j] = 0
         k = _take_flagged(words, (m + 7) // 8, s, shift, kd, opmap, key, out_lines, out_ops,
                           out_hash, out_sub, k)  # fmt: skip
     return k, np.int64(lookups)
-
-
-@njit(**JIT)
-def scan_prefilter(addr, size, kind, line_bits, limit, key, thresh, flags, out_lines, out_ops,
-                   out_hash, out_sub):  # fmt: skip
-    """:func:`prefilter` of a raw trace chunk (at L1: kinds 0 load, 1 store, 2 NT store),
-    fused with the simulator's input check (``_stream_kernels.scan_chunk``): one read of
-    the chunk instead of two.
-
-    Returns ``(kept, lookups, rejected)``; ``rejected`` is not 0 when the chunk holds
-    an access that ``scan_chunk`` would reject (address negative or not below
-    ``limit``, size not positive, kind above 2) or split (straddling a line): the
-    outputs are then to be discarded and the chunk sent the simulator's way.
-    """
-    n = addr.shape[0]
-    blk = flags.shape[0]
-    top = (np.uint64(thresh) << np.uint64(64 - SAMPLE_BITS)) - np.uint64(1)
-    words = flags.view(np.uint64)
-    nline = np.int64(1) << line_bits
-    k = 0
-    lookups = 0
-    rejected = False
-    for lo in range(0, n, blk):
-        m = min(blk, n - lo)
-        a = addr[lo : lo + m]
-        sz = size[lo : lo + m]
-        kd = kind[lo : lo + m]
-        for j in range(m):
-            x = a[j]
-            # unsigned compares: x < 0 wraps above limit, size < 1 wraps above a line;
-            # a size of 1..line stays in its line when the offset plus it fits
-            rejected |= ((np.uint64(x) >= np.uint64(limit))
-                         | (np.uint64(sz[j] - 1) >= np.uint64(nline)) | (kd[j] > 2)
-                         | ((x & (nline - 1)) + sz[j] > nline))  # fmt: skip
-            lookups += kd[j] < 2
-            flags[j] = _mix((x >> line_bits) ^ key) <= top
-        for j in range(m, (m + 7) // 8 * 8):
-            flags[j] = 0
-        k = _take_flagged(words, (m + 7) // 8, a, line_bits, kd, TRACE_OPS, key, out_lines,
-                          out_ops, out_hash, out_sub, k)  # fmt: skip
-    return k, lookups, np.int64(rejected)
 
 
 @njit(**JIT)

@@ -2,22 +2,21 @@
 
 With ``threads=2`` each trace chunk of :data:`hroof.cachesim.mrc.SPLIT_FROM` accesses
 or more is checked and hashed on both threads: the caller's thread takes the chunk's
-first part; the other thread first feeds the samplers the events kept from the chunks
-before (handed over as each chunk ends: the sample's feed, then the sub-samples'), then
-takes the rest. The split point balances the two threads from the times measured on
-earlier chunks. Whatever it is, the samplers see the same events in the same order, so
-the curve is the one thread's (``tests/test_mrc.py``). The exact pass stays on one
-thread: each reference's distance depends on every reference before it.
+stripes from the front; the other thread first feeds the samplers the events kept from
+the chunks before (handed over as each chunk ends: the sample's feed, then the
+sub-samples'), then takes stripes from the back until the two meet
+(``_mrc_scan.scan_claim``). However the work falls, the samplers see the same events in
+the same order, so the curve is the one thread's (``tests/test_mrc.py``). The exact pass
+stays on one thread: each reference's distance depends on every reference before it.
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
-from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import _mrc_scan as MSC
 
 _WORKER = None
 
@@ -48,64 +47,50 @@ class TwoThreads:
     its buffers, samplers and feeds are the pass's own)."""
 
     def _init_threads(self) -> None:
-        # seconds to feed one sampled event and to hash one access, as last measured
-        # (:meth:`_split_point` splits chunks by them); first guesses here
-        self._cost = [30e-9, 1e-9]
         self._feeding = []  # (future, function, arguments) handed to the other thread
-        self._feeding_at = (0.0, 0)  # ... since when, and how many events
-        self._fed = [0.0]  # seconds the other thread spent feeding them
-        self._skew = 0.0  # accesses added to the split point (how late the other thread was)
-        self._rest_done = 0.0  # when the other thread last finished its part of a chunk
+        self._claims = np.zeros(2, dtype=np.int64)  # see ``_mrc_scan.scan_claim``
+        self._ends = self._stripe_lookups = None
 
     def _feed_trace2(self, addr, size, kind, args, thresh: int) -> bool:
         """:meth:`feed_trace` on two threads. The events kept from the chunk before are
         already being fed to the samplers on the other thread (:meth:`_submit_feed`);
-        this thread checks and hashes the chunk's first part, the other the rest once it
-        has fed them, the split point balancing the two (from the times measured on
-        earlier chunks). The samplers see the same events in the same order wherever
-        it falls."""
+        this thread checks and hashes the chunk's stripes from the front, the other from
+        the back once it has fed them, until the two meet. The samplers see the same
+        events in the same order however the stripes fall."""
         n = addr.shape[0]
         if self._pending:  # left by another path (a small chunk, the simulator's way)
             self._submit_feed()
         self._reserve(n)  # pending is 0: the events fed meanwhile are in ``self._alt``
-        h = self._split_point(n, self._backlog())
-        if self._half is None or self._half[0].shape[0] < n - h:
-            self._half = tuple(np.empty(n - n // 2, dtype=b.dtype) for b in self._buf)
-        other = _worker().submit(self._scan_rest, addr[h:], size[h:], kind[h:], args)
+        stripe = self.stripe
+        ns = -(-n // stripe)
+        if self._half is None or self._half[0].shape[0] < n:
+            self._half = tuple(np.empty(n, dtype=b.dtype) for b in self._buf)
+        if self._ends is None or self._ends.shape[0] < ns + 1:
+            self._ends = np.zeros(ns + 1, dtype=np.int64)
+            self._stripe_lookups = np.zeros(ns, dtype=np.int64)
+        claims, ends, lookups = self._claims, self._ends, self._stripe_lookups
+        claims[0], claims[1], ends[ns] = 0, ns, 0
+        tail = (stripe, claims, True, ends, lookups)
+        other = _worker().submit(
+            MSC.scan_claim, addr, size, kind, *args, self._flags2, *self._half, *tail
+        )
         try:
-            t0 = time.perf_counter()
-            k, nlookups, rejected = MK.scan_prefilter(
-                addr[:h], size[:h], kind[:h], *args, self._flags, *self._buf
-            )
-            t1 = time.perf_counter()
+            k, edge, rejected = MSC.scan_claim(
+                addr, size, kind, *args, self._flags, *self._buf, stripe, claims, False, ends,
+                lookups,
+            )  # fmt: skip
         finally:
             try:
                 self._wait_feed()
             finally:
-                k2, nlookups2, rejected2 = other.result()
-        if h:
-            self._cost[1] = max(t1 - t0, 1e-9) / h
-            # The other thread finished this much later: move the next split by half of it.
-            late = (self._rest_done - t1) / self._cost[1] / 2
-            self._skew = min(n / 2, max(-n / 2, self._skew + late))
+                _, _, rejected2 = other.result()
         if rejected or rejected2:
             return False
-        if k2:
-            for b, half in zip(self._buf, self._half, strict=True):
-                b[k : k + k2] = half[:k2]
-        self._add_pending(k + k2, nlookups + nlookups2, thresh, flush=False)
+        k = MSC.merge_stripes(edge, ns, ends, *self._half, *self._buf, k)
+        self._add_pending(k, int(lookups[:ns].sum()), thresh, flush=False)
         if self._pending:
             self._submit_feed()
         return True
-
-    def _scan_rest(self, addr, size, kind, args):
-        """The other thread's part of a chunk in :meth:`_feed_trace2`: check and hash
-        ``addr, size, kind`` into ``self._half``."""
-        out = (0, 0, 0)
-        if addr.shape[0]:
-            out = MK.scan_prefilter(addr, size, kind, *args, self._flags2, *self._half)
-        self._rest_done = time.perf_counter()
-        return out
 
     def _submit_feed(self) -> None:
         """``threads=2``: hand the pending events to the other thread, the sample's feed
@@ -120,22 +105,13 @@ class TwoThreads:
         self._buf, self._alt = self._alt, self._buf
         self._pending = self._pending_thresh = 0
         pool = _worker()
-        self._feeding = [(pool.submit(self._timed, fn, args), fn, args) for fn, args in jobs]
-        self._feeding_at = (time.perf_counter(), k)
-
-    def _timed(self, fn, args) -> None:
-        """Run ``fn(*args)`` and add its seconds to the feeding time measured."""
-        t0 = time.perf_counter()
-        fn(*args)
-        self._fed[0] += time.perf_counter() - t0
+        self._feeding = [(pool.submit(fn, *args), fn, args) for fn, args in jobs]
 
     def _wait_feed(self) -> None:
         """Wait for the feeding handed to the other thread; a job it has not started yet
         (the sub-samples' while it feeds the sample) is taken back and run here, at once
-        with the rest. Its measured cost per event goes to :meth:`_split_point`."""
+        with the rest."""
         jobs, self._feeding = self._feeding, []
-        if not jobs:
-            return
         try:
             for fut, fn, args in jobs[1:]:
                 if fut.cancel():
@@ -144,23 +120,3 @@ class TwoThreads:
             for fut, _, _ in jobs:
                 if not fut.cancelled():
                     fut.result()
-        events = self._feeding_at[1]
-        if events and self._fed[0] > 0:
-            self._cost[0] = self._fed[0] / events
-        self._fed[0] = 0.0
-
-    def _backlog(self) -> float:
-        """Seconds of feeding the other thread still has to do, as expected."""
-        if not self._feeding:
-            return 0.0
-        t0, events = self._feeding_at
-        return max(0.0, events * self._cost[0] - (time.perf_counter() - t0))
-
-    def _split_point(self, n: int, backlog: float) -> int:
-        """Accesses of an ``n``-access chunk that this thread hashes (``n // 2 .. n``)
-        while the other, with ``backlog`` seconds of feeding still to do, hashes the
-        rest: half the chunk plus half the backlog in accesses hashed (the cost of an
-        access as measured on earlier chunks), corrected by how late the other thread
-        finished on the chunks before."""
-        extra = backlog / self._cost[1]
-        return min(n, max(n // 2, int((n + extra) / 2 + self._skew)))

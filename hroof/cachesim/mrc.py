@@ -83,6 +83,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _mrc_kernels as MK
+from hroof.cachesim import _mrc_scan as MSC
 from hroof.cachesim._kernels import EV_BITS, EV_MASK
 from hroof.cachesim._mrc_curve import SCHEMA, MissRatioCurve, default_capacities
 from hroof.cachesim._mrc_kernels import (
@@ -112,9 +113,9 @@ MIN_SAMPLED_LINES = 10_000
 PENDING = 1 << 14
 
 #: With ``threads=2``, a trace chunk of at least this many accesses is checked and
-#: hashed on both threads: its first part on the caller's, the rest on the other once
-#: that has fed the samplers the events kept from the chunks before (handed over as each
-#: such chunk ends, however few). A batch of at least :data:`SPLIT_BATCH_FROM` sampled
+#: hashed on both threads, in stripes: from the front on the caller's, from the back on
+#: the other once that has fed the samplers the events kept from the chunks before
+#: (handed over as each such chunk ends, however few). A batch of at least :data:`SPLIT_BATCH_FROM` sampled
 #: events fed otherwise (after smaller chunks, at the end) feeds the sample and its
 #: sub-samples at once. Below these sizes, handing work to the other thread (tens of
 #: microseconds) costs more than it saves.
@@ -202,7 +203,8 @@ class StackDistances(TwoThreads):
             rate = 1.0
         self.seed = seed
         self.threads = threads if rate is not None or sets is not None else 1
-        self._half = None  # outputs of the part of a chunk the other thread hashes (threads=2)
+        self._half = None  # outputs of the stripes the other thread hashes (threads=2)
+        self.stripe = MSC.STRIPE  # accesses of a stripe, with threads=2 (``scan_claim``)
         self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.key = sampling_key(seed)
         self.line = line
@@ -315,7 +317,7 @@ class StackDistances(TwoThreads):
             return self._feed_trace2(addr, size, kind, args, thresh)
         p = self._pending
         self._reserve(p + n)
-        k, nlookups, rejected = MK.scan_prefilter(
+        k, nlookups, rejected = MSC.scan_prefilter(
             addr, size, kind, *args, self._flags, *(b[p:] for b in self._buf)
         )
         if rejected:
