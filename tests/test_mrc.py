@@ -261,8 +261,9 @@ def test_two_threads_feed_the_samplers_beside_the_hashing_however_the_stripes_fa
     fed, claims = [], []
     submit = M.StackDistances._submit_feed
     monkeypatch.setattr(
-        M.StackDistances, "_submit_feed", lambda self: fed.append(self._pending) or submit(self)
-    )
+        M.StackDistances, "_submit_feed",
+        lambda self, *a: fed.append(self._pending) or submit(self, *a),
+    )  # fmt: skip
     claim = MSC.scan_claim if how == "as it falls" else _stripes_fall(how, rng, MSC.scan_claim)
     monkeypatch.setattr(MSC, "scan_claim", lambda *a: claims.append(a[14]) or claim(*a))
     monkeypatch.setattr(M, "SPLIT_FROM", 2)

@@ -13,6 +13,7 @@ stays on one thread: each reference's distance depends on every reference before
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -47,7 +48,9 @@ class TwoThreads:
     its buffers, samplers and feeds are the pass's own)."""
 
     def _init_threads(self) -> None:
-        self._feeding = []  # (future, function, arguments) handed to the other thread
+        # the feeding handed to the other thread: (future, state, buffers, events, threshold)
+        self._feeding = None
+        self._lock = threading.Lock()  # guards the state of the feeding
         self._claims = np.zeros(2, dtype=np.int64)  # see ``_mrc_scan.scan_claim``
         self._ends = self._stripe_lookups = None
 
@@ -68,12 +71,11 @@ class TwoThreads:
         if self._ends is None or self._ends.shape[0] < ns + 1:
             self._ends = np.zeros(ns + 1, dtype=np.int64)
             self._stripe_lookups = np.zeros(ns, dtype=np.int64)
-        claims, ends, lookups = self._claims, self._ends, self._stripe_lookups
+        claims, ends, lookups, half = self._claims, self._ends, self._stripe_lookups, self._half
         claims[0], claims[1], ends[ns] = 0, ns, 0
         tail = (stripe, claims, True, ends, lookups)
-        other = _worker().submit(
-            MSC.scan_claim, addr, size, kind, *args, self._flags2, *self._half, *tail
-        )
+        other = _worker().submit(MSC.scan_claim, addr, size, kind, *args, self._flags2, *half,
+                                 *tail)  # fmt: skip
         try:
             k, edge, rejected = MSC.scan_claim(
                 addr, size, kind, *args, self._flags, *self._buf, stripe, claims, False, ends,
@@ -86,37 +88,59 @@ class TwoThreads:
                 _, _, rejected2 = other.result()
         if rejected or rejected2:
             return False
-        k = MSC.merge_stripes(edge, ns, ends, *self._half, *self._buf, k)
-        self._add_pending(k, int(lookups[:ns].sum()), thresh, flush=False)
+        # The other thread's stripes are appended to this thread's events there, before
+        # they are fed (its own outputs are still in its cache); ``ends`` is copied, the
+        # next chunk writes it.
+        k_back = int(ends[edge]) if edge < ns else 0
+        self._add_pending(k + k_back, int(lookups[:ns].sum()), thresh, flush=False)
         if self._pending:
-            self._submit_feed()
+            self._submit_feed((edge, ns, ends[: ns + 1].copy(), half, k) if k_back else None)
         return True
 
-    def _submit_feed(self) -> None:
-        """``threads=2``: hand the pending events to the other thread, the sample's feed
-        then the sub-samples' (:meth:`_wait_feed` collects them), and take the other
-        buffer for the next ones."""
+    def _submit_feed(self, merge=None) -> None:
+        """``threads=2``: hand the pending events to the other thread (one job: the
+        sample's feed, then the sub-samples', which :meth:`_wait_feed` may take back),
+        and take the other buffer for the next ones. ``merge``: ``(edge, stripes, ends,
+        outputs, kept)``, the other thread's stripes of a chunk still to be appended to
+        the buffer's first ``kept`` events (``_mrc_scan.merge_stripes``)."""
         self._wait_feed()
-        k = self._pending
-        sl, so, sh, ss = (b[:k] for b in self._buf)
-        jobs = [(self._feed_main, (sl, so, sh, ss, self._pending_thresh, self._out2))]
-        if self.subs:
-            jobs.append((self._feed_subs, (sl, so, sh, ss, self._out)))
+        job = (self._buf, self._pending, self._pending_thresh, merge, {"merged": merge is None})
         self._buf, self._alt = self._alt, self._buf
         self._pending = self._pending_thresh = 0
-        pool = _worker()
-        self._feeding = [(pool.submit(fn, *args), fn, args) for fn, args in jobs]
+        self._feeding = (_worker().submit(self._feed_job, *job), *job)
+
+    def _feed_job(self, bufs, k: int, thresh: int, merge, state: dict) -> None:
+        """The other thread's feeding (:meth:`_submit_feed`); ``state["subs"]`` says who
+        feeds the sub-samples once the events are merged: this job, or the caller's
+        thread, which took them back (:meth:`_wait_feed`)."""
+        if merge is not None:
+            edge, ns, ends, half, kept = merge
+            MSC.merge_stripes(edge, ns, ends, *half, *bufs, kept)
+            with self._lock:
+                state["merged"] = True
+        events = tuple(b[:k] for b in bufs)
+        self._feed_main(*events, thresh, self._out2)
+        if self.subs:
+            with self._lock:
+                if state.setdefault("subs", "here") != "here":
+                    return
+            self._feed_subs(*events, self._out2)
 
     def _wait_feed(self) -> None:
-        """Wait for the feeding handed to the other thread; a job it has not started yet
-        (the sub-samples' while it feeds the sample) is taken back and run here, at once
-        with the rest."""
-        jobs, self._feeding = self._feeding, []
+        """Wait for the feeding handed to the other thread; if it has merged the events but
+        not started the sub-samples' feed yet, that feed is taken back and run here, at
+        once with the sample's."""
+        job, self._feeding = self._feeding, None
+        if job is None:
+            return
+        future, bufs, k, _, _, state = job
         try:
-            for fut, fn, args in jobs[1:]:
-                if fut.cancel():
-                    fn(*args)
+            if self.subs:
+                with self._lock:
+                    take = state["merged"] and "subs" not in state
+                    if take:
+                        state["subs"] = "taken back"
+                if take:
+                    self._feed_subs(*(b[:k] for b in bufs), self._out)
         finally:
-            for fut, _, _ in jobs:
-                if not fut.cancelled():
-                    fut.result()
+            future.result()
