@@ -65,8 +65,8 @@ def _scan_range(addr, size, kind, lo, hi, line_bits, key, top, flags, out_lines,
 def _rejected(addr_or, size_or, kind_max, line_bits, limit):
     """1 when the accumulated values of :func:`_scan_range` hold an address not below
     ``limit``, a size not positive, an access straddling a line or a kind above 2."""
-    bad = ((np.uint64(addr_or) >= np.uint64(limit))
-           | (np.uint64(size_or) >= np.uint64(np.int64(1) << line_bits)) | (kind_max > 2))  # fmt: skip
+    line = np.uint64(np.int64(1) << line_bits)
+    bad = (np.uint64(addr_or) >= np.uint64(limit)) | (np.uint64(size_or) >= line) | (kind_max > 2)
     return np.int64(bad)
 
 

@@ -115,10 +115,10 @@ PENDING = 1 << 14
 #: With ``threads=2``, a trace chunk of at least this many accesses is checked and
 #: hashed on both threads, in stripes: from the front on the caller's, from the back on
 #: the other once that has fed the samplers the events kept from the chunks before
-#: (handed over as each such chunk ends, however few). A batch of at least :data:`SPLIT_BATCH_FROM` sampled
-#: events fed otherwise (after smaller chunks, at the end) feeds the sample and its
-#: sub-samples at once. Below these sizes, handing work to the other thread (tens of
-#: microseconds) costs more than it saves.
+#: (handed over as each such chunk ends, however few). A batch of at least
+#: :data:`SPLIT_BATCH_FROM` sampled events fed otherwise (after smaller chunks, at the
+#: end) feeds the sample and its sub-samples at once. Below these sizes, handing work to
+#: the other thread (tens of microseconds) costs more than it saves.
 SPLIT_FROM = 1 << 16
 SPLIT_BATCH_FROM = 1 << 12
 _MASKS: dict[bytes, np.uint64] = {}
