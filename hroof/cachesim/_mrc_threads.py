@@ -48,7 +48,8 @@ class TwoThreads:
     its buffers, samplers and feeds are the pass's own)."""
 
     def _init_threads(self) -> None:
-        # the feeding handed to the other thread: (future, state, buffers, events, threshold)
+        # the feeding handed to the other thread: (future, buffers, events, threshold,
+        # merge, state), see :meth:`_submit_feed`
         self._feeding = None
         self._lock = threading.Lock()  # guards the state of the feeding
         self._claims = np.zeros(2, dtype=np.int64)  # see ``_mrc_scan.scan_claim``
