@@ -153,8 +153,8 @@ def speed(repeats: int) -> None:
     t_shards, _ = best(lambda: miss_ratio_curve(chunks, rate=0.01), repeats)
     t_fused, t_scan, t_hash = breakdown(chunks, repeats)
     # Wall time, interleaved: the exact pass (one thread: one chain of dependent updates)
-    # against SHARDS on one thread and on two (``threads=2``: each chunk's two halves
-    # hashed at once, the sample's stack pass beside its sub-samples').
+    # against SHARDS on one thread and on two (``threads=2``: each chunk hashed in stripes
+    # from both ends, the other thread feeding the samplers first).
     walls = {"exact": [], "shards1": [], "shards2": []}
     runs = {"exact": lambda: miss_ratio_curve(chunks),
             "shards1": lambda: miss_ratio_curve(chunks, rate=0.01),
