@@ -87,6 +87,13 @@ def _mix_top(x):
     return (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
 
 
+@njit(**INLINE)
+def _top(thresh):
+    """``hash >> 40 < thresh`` as ``hash <= top`` (``thresh = 2**24`` wraps to ``2**64 - 1``:
+    keep all)."""
+    return (np.uint64(thresh) << np.uint64(64 - SAMPLE_BITS)) - np.uint64(1)
+
+
 @njit(**JIT)
 def sample_hash(lines, key, out_hash, out_sub):
     """The SHARDS hash of each line (``[0, 2**24)``) and its sub-sample (``0..3``):
@@ -498,8 +505,7 @@ def prefilter(src, shift, kinds, opmap, lookup_mask, key, thresh, flags, out_lin
     """
     n = src.shape[0]
     blk = flags.shape[0]
-    # z >> 40 < thresh, as z <= top (thresh = 2**24 wraps to top = 2**64 - 1: keep all)
-    top = (np.uint64(thresh) << np.uint64(64 - SAMPLE_BITS)) - np.uint64(1)
+    top = _top(thresh)
     words = flags.view(np.uint64)
     k = 0
     lookups = np.uint64(0)

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from hroof._base.jit import INLINE, JIT
-from hroof.cachesim._mrc_kernels import SAMPLE_BITS, TRACE_OPS, _mix_top, _take_flagged
+from hroof.cachesim._mrc_kernels import TRACE_OPS, _mix_top, _take_flagged, _top
 
 #: Accesses of a stripe of :func:`scan_claim` (16 Ki: about 10 microseconds of work, so the
 #: two threads meet within that of each other; 64 stripes to a chunk of a million).
@@ -68,13 +68,6 @@ def _rejected(addr_or, size_or, kind_max, line_bits, limit):
     line = np.uint64(np.int64(1) << line_bits)
     bad = (np.uint64(addr_or) >= np.uint64(limit)) | (np.uint64(size_or) >= line) | (kind_max > 2)
     return np.int64(bad)
-
-
-@njit(**INLINE)
-def _top(thresh):
-    """``hash >> 40 < thresh`` as ``hash <= top`` (``thresh = 2**24`` wraps to ``2**64 - 1``:
-    keep all)."""
-    return (np.uint64(thresh) << np.uint64(64 - SAMPLE_BITS)) - np.uint64(1)
 
 
 @njit(**JIT)

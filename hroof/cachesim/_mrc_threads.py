@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim import _mrc_scan as MSC
 
 _WORKER = None
@@ -52,8 +53,11 @@ class TwoThreads:
         # merge, state), see :meth:`_submit_feed`
         self._feeding = None
         self._lock = threading.Lock()  # guards the state of the feeding
+        self.stripe = MSC.STRIPE  # accesses of a stripe (``_mrc_scan.scan_claim``)
         self._claims = np.zeros(2, dtype=np.int64)  # see ``_mrc_scan.scan_claim``
         self._ends = self._stripe_lookups = None
+        self._half = None  # outputs of the stripes the other thread hashes
+        self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)  # its scratch flags
 
     def _feed_trace2(self, addr, size, kind, args, thresh: int) -> bool:
         """:meth:`feed_trace` on two threads. The events kept from the chunk before are

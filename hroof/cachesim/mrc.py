@@ -203,9 +203,6 @@ class StackDistances(TwoThreads):
             rate = 1.0
         self.seed = seed
         self.threads = threads if rate is not None or sets is not None else 1
-        self._half = None  # outputs of the stripes the other thread hashes (threads=2)
-        self.stripe = MSC.STRIPE  # accesses of a stripe, with threads=2 (``scan_claim``)
-        self._flags2 = np.zeros(MK.PREFILTER_BLOCK, dtype=np.uint8)
         self.key = sampling_key(seed)
         self.line = line
         self.sets = sets
