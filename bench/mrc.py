@@ -78,9 +78,9 @@ def random_stream(n=16 * 2**20, lines=2**20, power=1, seed=0):
     skewed towards the low lines for power 3 (line 0 gets 1 % of the references)."""
     rng = np.random.default_rng(seed)
     addr = (np.floor(lines * rng.random(n) ** power).astype(np.int64)) * 64
-    z = np.zeros(n, dtype=np.int64)
+    size, kind = np.full(n, 8, np.uint32), np.zeros(n, np.uint8)  # a chunk's dtypes
     return [
-        (addr[i : i + CHUNK], z[i : i + CHUNK] + 8, z[i : i + CHUNK]) for i in range(0, n, CHUNK)
+        (addr[i : i + CHUNK], size[i : i + CHUNK], kind[i : i + CHUNK]) for i in range(0, n, CHUNK)
     ]
 
 

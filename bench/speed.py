@@ -60,7 +60,8 @@ STREAMS = ("stencil7", "triad", "random")
 
 
 def make_stream(name: str):
-    """``(addr int64, size int64, kind uint8, per_point)`` of a benchmark stream."""
+    """``(addr int64, size uint32, kind uint8, per_point)`` of a benchmark stream (a
+    chunk's dtypes: the simulator converts none of them)."""
     if name == "stencil7":
         plan, per = plan_kernel("stencil7", n=128), 8
     elif name == "triad":
@@ -70,12 +71,12 @@ def make_stream(name: str):
         rng = np.random.default_rng(14)
         addr = rng.integers(0, (256 << 20) // 8, n, dtype=np.int64) * 8
         kind = np.tile(np.array([0, 0, 0, 1], np.uint8), n // 4)
-        return addr, np.full(n, 8, np.int64), kind, 4
+        return addr, np.full(n, 8, np.uint32), kind, 4
     else:
         raise ValueError(name)
     parts = [tuple(x.copy() for x in c) for c in plan.chunks(1 << 20)]
     addr, size, kind = (np.concatenate([p[i] for p in parts]).astype(t) for i, t in
-                        enumerate((np.int64, np.int64, np.uint8)))  # fmt: skip
+                        enumerate((np.int64, np.uint32, np.uint8)))  # fmt: skip
     return addr, size, kind, per
 
 

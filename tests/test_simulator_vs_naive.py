@@ -126,6 +126,10 @@ def test_simulate_over_generator_equals_feed():
         ([0, 2**62], [8, 8], [0, 0], "2\\*\\*62"),
         (np.array([0, 2**63 + 64], dtype=np.uint64), [8, 8], [0, 0], "negative"),
         ([0, 64], [8, 0], [0, 0], "sizes are not positive"),
+        ([0, 64], [8, -8], [0, 0], "1 access sizes are not positive"),
+        ([0, 64], np.array([-1, 8], dtype=np.int32), [0, 0], "1 access sizes are not positive"),
+        ([0, 64], [8, 2**32], [0, 0], "below 2\\*\\*32 bytes, got 4294967296"),
+        ([0, 64], np.array([8, 2**63], dtype=np.uint64), [0, 0], "below 2\\*\\*32"),
         ([0, 64], [8, 8], np.array([0, 3], dtype=np.uint8), "kinds are not 0"),
         ([0, 64], [8, 8], np.array([0, 258]), "kind must be 0"),
         ([0, 64], [8, 8], np.array([0, -1], dtype=np.int8), "kind must be 0"),
@@ -212,3 +216,26 @@ def test_tiny_lines_limit_addresses():
         sim.feed(np.array([2**61]), np.array([4]), np.array([0], np.uint8))
     r = sim.finish()
     assert r.levels[1].misses == 1 and r.levels[1].writebacks == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int32, np.uint16, np.uint8])
+@pytest.mark.parametrize("trusted", [False, True])
+def test_sizes_of_any_integer_dtype_simulate_as_uint32(dtype, trusted):
+    """A chunk's sizes are uint32 in every pass; sizes of another dtype are converted
+    (checked first, even when the chunk is marked trusted), with the same result, the
+    core's byte counters included."""
+    from hroof._base.kinds import SIZE_DTYPE
+    from hroof.cachesim._chunks import _as_chunk, _trusted_chunk
+
+    h = levels_from([(2, 2, True), (4, 2, True)], 64)
+    rng = np.random.default_rng(5)
+    addr, size, kind = random_trace(rng, 400, lines=40)
+    want = fast_dict(h, addr, size.astype(SIZE_DTYPE), kind)
+    sim = Simulator(h)
+    sim.feed(addr.astype(np.int64), size.astype(dtype), kind.astype(np.uint8), trusted=trusted)
+    got = sim.finish().to_dict()
+    assert got["levels"] == want["levels"] and got["core"] == want["core"]
+    chunk = (_trusted_chunk if trusted else _as_chunk)(addr, size.astype(dtype), kind, 6)
+    assert chunk[1].dtype == SIZE_DTYPE
+    core = got["core"]
+    assert core["bytes_loaded"] + core["bytes_stored"] + core["bytes_nt"] == int(size.sum())

@@ -2,7 +2,7 @@
 
 :func:`_as_chunk` checks a chunk a user hands in (API arrays, a file's chunks) in one
 Numba pass; :func:`_trusted_chunk` takes a chunk hroof's own kernel generators wrote
-(int64 addresses and sizes, uint8 kinds, every size and kind valid by construction)
+(int64 addresses, uint32 sizes, uint8 kinds, every size and kind valid by construction)
 and only counts it with the same pass (the core's counters, the accesses that straddle
 a line, and the addresses out of range): the two give the same simulation
 (``tests/test_fastpath.py``).
@@ -13,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from hroof._base.errors import HroofError
+from hroof._base.kinds import SIZE_DTYPE, SIZE_LIMIT
 from hroof.cachesim import _stream_kernels as SK
+
+
+def _event_arrays(n: int):
+    """Empty arrays for ``n`` events: packed ``line << EV_BITS | kind`` (int64) and size
+    (a chunk's size dtype, so the passes see one dtype of sizes at every level)."""
+    return np.empty(n, dtype=np.int64), np.empty(n, dtype=SIZE_DTYPE)
 
 
 def _as_int(arr: np.ndarray, dtype) -> np.ndarray:
@@ -53,10 +60,10 @@ def _as_chunk(addr, size, kind, line_bits: int):
     n = addr.shape[0]
     if kind.dtype != np.uint8 and n and (kind.min() < 0 or kind.max() > 2):
         raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
-    if size.dtype == np.uint64 and n and size.max() >= 2**62:
-        raise HroofError("access sizes must be below 2**62")
+    if size.dtype.itemsize > 4 or size.dtype.kind == "i":
+        size = _as_size(size)
     addr = _as_int(addr, np.int64)
-    size = _as_int(size, np.int64)
+    size = _as_int(size, SIZE_DTYPE)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
     bits = SK.addr_limit_bits(line_bits)
     bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
@@ -71,6 +78,23 @@ def _as_chunk(addr, size, kind, line_bits: int):
     return addr, size, kind, straddles > 0, core
 
 
+def _as_size(size: np.ndarray) -> np.ndarray:
+    """Sizes of a wider or signed dtype checked to fit a chunk's (positive, below
+    :data:`~hroof._base.kinds.SIZE_LIMIT`), as that dtype."""
+    if size.dtype == np.int64:  # the common case, in one pass
+        out = np.empty(size.shape[0], dtype=SIZE_DTYPE)
+        bad, hi = SK.narrow_sizes(np.ascontiguousarray(size), out)
+    else:
+        out = size.astype(SIZE_DTYPE)
+        bad = int(np.count_nonzero(size < 1)) if size.dtype.kind == "i" else int((size == 0).sum())
+        hi = int(size.max()) if size.shape[0] else 0
+    if bad:
+        raise HroofError(f"{bad} access sizes are not positive")
+    if hi >= SIZE_LIMIT:
+        raise HroofError(f"access sizes must be below 2**32 bytes, got {hi}")
+    return out
+
+
 def _split_lines(addr, size, kind, line_bits):
     """Cut every access that straddles lines into one piece per line, in address order.
 
@@ -82,22 +106,27 @@ def _split_lines(addr, size, kind, line_bits):
     ([60, 64, 0], [4, 4, 4], [0, 0, 1])
     """
     first = addr >> line_bits
+    size = size.astype(np.int64)
     span = ((addr + size - 1) >> line_bits) - first + 1
     idx = np.repeat(np.arange(addr.shape[0]), span)
     piece = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
     line = first[idx] + piece
     lo = np.maximum(addr[idx], line << line_bits)
     hi = np.minimum(addr[idx] + size[idx], (line + 1) << line_bits)
-    return lo, hi - lo, kind[idx]
+    return lo, (hi - lo).astype(SIZE_DTYPE), kind[idx]
 
 
 def _trusted_chunk(addr, size, kind, line_bits: int):
     """A generated chunk as :func:`_as_chunk` returns it, without the dtype, shape, size
     and kind checks (the same one pass counts it: a lighter pass measured no faster).
 
-    The arrays must already be int64, int64 and uint8 (what ``Plan.chunks`` yields);
-    only the addresses are checked (a kernel's arrays may end past the limit).
+    The arrays should be int64, uint32 and uint8 (what ``Plan.chunks`` yields); only the
+    addresses are checked (a kernel's arrays may end past the limit). Arrays of other
+    dtypes are checked and converted as :func:`_as_chunk` does (so the passes are never
+    compiled for another dtype).
     """
+    if (addr.dtype, size.dtype, kind.dtype) != (np.int64, SIZE_DTYPE, np.uint8):
+        return _as_chunk(addr, size, kind, line_bits)
     bits = SK.addr_limit_bits(line_bits)
     bad_addr, _, _, straddles, *core = SK.scan_chunk(addr, size, kind, line_bits, 1 << bits)
     if bad_addr:

@@ -11,12 +11,13 @@ from collections.abc import Callable
 import numpy as np
 
 from hroof._base.errors import HroofError
+from hroof._base.kinds import SIZE_DTYPE
 from hroof.cachesim import _kernels as K
-from hroof.cachesim._chunks import _split_lines, _trusted_chunk
+from hroof.cachesim._chunks import _event_arrays, _split_lines, _trusted_chunk
 
 #: Accesses a kernel's generator writes at a time in :meth:`Simulator.feed_generated`:
-#: 17 bytes each (address, size, kind), 1.1 MB, about a server core's L2, where a chunk
-#: of 1 Mi accesses (17 MB) went out to L3 or DRAM between the generator, the count and
+#: 13 bytes each (address, size, kind), 0.85 MB, within a server core's L2, where a chunk
+#: of 1 Mi accesses (13 MB) went out to L3 or DRAM between the generator, the count and
 #: the L1 pass. Measured (``bench/gen_l1_pass.py``): 32 Ki to 256 Ki alike, 4 Ki
 #: slower (about 6 us of Python and dispatch a block).
 BLOCK = 1 << 16
@@ -52,7 +53,7 @@ class GeneratedFeed:
         chunk = max(int(chunk_size), 1)
         cap = max(min(int(BLOCK if block is None else block), chunk), int(per_iteration), 1)
         addr = np.empty(cap, dtype=np.int64)
-        size = np.empty(cap, dtype=np.int64)
+        size = np.empty(cap, dtype=SIZE_DTYPE)
         kind = np.empty(cap, dtype=np.uint8)
         core = self._st.core
         gen_s = 0.0
@@ -114,10 +115,7 @@ class GeneratedFeed:
                 nout = self._below_blocks(nout)
                 out = self._top_out()
             if out.ev.shape[0] < need:
-                out = K.Events(
-                    np.empty(max(need, 2 * chunk), np.int64),
-                    np.empty(max(need, 2 * chunk), np.int64),
-                )
+                out = K.Events(*_event_arrays(max(need, 2 * chunk)))
                 self._set_top_out(out)
         return self._pass(0, addr, lb, size, kind, out, nout)
 

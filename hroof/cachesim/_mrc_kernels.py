@@ -457,7 +457,7 @@ def sa_pass(src, shift, kinds, opmap, nsets, stk, hist, half):
 
 #: Events hashed per block of :func:`prefilter` (its ``flags`` scratch array's length):
 #: few enough that the block's inputs are still in L1 when the second loop rereads the
-#: kept ones (17 B an access at L1: 8.5 KiB). With 4096 (68 KiB) the fused L1 pass on the
+#: kept ones (13 B an access at L1: 6.5 KiB). With 4096 (68 KiB) the fused L1 pass on the
 #: stencil7 n=128 stream took 15 ms, with 512 it takes 12 ms (``bench/mrc.py``).
 PREFILTER_BLOCK = 512
 

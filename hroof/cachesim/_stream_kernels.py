@@ -6,6 +6,7 @@ access of the chunk, and touch no cache state.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from hroof._base.jit import JIT
@@ -19,6 +20,20 @@ def addr_limit_bits(line_bits):
     ``EV_BITS`` must still fit in an int64 event.
     """
     return min(62, 63 - EV_BITS + line_bits)
+
+
+@njit(**JIT)
+def narrow_sizes(size, out):
+    """Copy int64 ``size`` into ``out`` (a chunk's uint32); return the count of sizes
+    below 1 and the largest size (the caller rejects the chunk on either)."""
+    bad = 0
+    top = np.int64(0)
+    for i in range(size.shape[0]):
+        s = size[i]
+        bad += s < 1
+        top = max(top, s)
+        out[i] = s
+    return bad, top
 
 
 @njit(**JIT)

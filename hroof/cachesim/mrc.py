@@ -82,6 +82,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from hroof._base.errors import HroofError
+from hroof._base.kinds import SIZE_DTYPE
 from hroof.cachesim import _mrc_kernels as MK
 from hroof.cachesim import _mrc_scan as MSC
 from hroof.cachesim._kernels import EV_BITS, EV_MASK
@@ -294,7 +295,7 @@ class StackDistances(TwoThreads):
     def feed_trace(self, addr, size, kind, line_bits: int) -> bool:
         """Sample a raw trace chunk (the stream into the first level) in one pass that also
         checks it as the simulator does; return False, having fed nothing, when the chunk
-        is not of the plain kind (dtypes int64, int64, uint8, one-dimensional), holds an
+        is not of the plain kind (dtypes int64, uint32, uint8, one-dimensional), holds an
         access the simulator would reject or split across lines, or when this pass is exact
         or set-associative: the caller then sends it the simulator's way."""
         if self.rate is None or self.sa_stk is not None:
@@ -302,7 +303,7 @@ class StackDistances(TwoThreads):
         arrays = (addr, size, kind)
         if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays):
             return False
-        if (addr.dtype, size.dtype, kind.dtype) != (np.int64, np.int64, np.uint8):
+        if (addr.dtype, size.dtype, kind.dtype) != (np.int64, SIZE_DTYPE, np.uint8):
             return False
         n = addr.shape[0]
         if size.shape[0] != n or kind.shape[0] != n:

@@ -94,7 +94,7 @@ def _entry(fn, args):
     types on every call (about 20 us); a grain of 1024 accesses is simulated in
     a few microseconds, so several cores call the passes directly: the
     specialisation is looked up once per simulator and level (the callers always
-    pass contiguous int64 addresses, sizes and events and uint8 kinds, as the
+    pass contiguous int64 addresses and events, uint32 sizes and uint8 kinds, as the
     single-core simulator does, so the types never change). Without JIT
     (``NUMBA_DISABLE_JIT=1``) it is ``fn`` itself.
     """

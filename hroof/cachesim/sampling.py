@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from hroof._base.errors import HroofError
+from hroof._base.kinds import SIZE_DTYPE
 from hroof.cachesim import _kernels as K
 from hroof.cachesim import _stream_kernels as SK
 from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
@@ -182,7 +183,7 @@ class SampledSimulator:
         t0 = t1
         n = addr.shape[0]
         if self._buf is None or self._buf[0].shape[0] < n:
-            self._buf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.uint8),
+            self._buf = (np.empty(n, np.int64), np.empty(n, SIZE_DTYPE), np.empty(n, np.uint8),
                          np.empty(n, np.uint8))  # fmt: skip
         counts = np.zeros(4 * self._m, dtype=np.int64)
         kept = SK.sample_filter(
@@ -215,7 +216,7 @@ class SampledSimulator:
             sizes = counts[self.residue :: self.k]  # kept accesses per group
             ends = np.cumsum(sizes)
             starts = ends - sizes
-            out = (np.empty(kept, np.int64), np.empty(kept, np.int64), np.empty(kept, np.uint8))
+            out = (np.empty(kept, np.int64), np.empty(kept, SIZE_DTYPE), np.empty(kept, np.uint8))
             SK.group_scatter(a, s, k, grp, starts.copy(), *out)
             self._filter_s += time.perf_counter() - t0
             for sim, lo, hi in zip(self._sims, starts.tolist(), ends.tolist(), strict=True):

@@ -24,7 +24,7 @@ from hroof.cachesim import _policy_kernels as PK
 from hroof.cachesim import _prefetch_kernels as PFK
 from hroof.cachesim import _shadow_kernels as SHK
 from hroof.cachesim import _split_kernels as SPK
-from hroof.cachesim._chunks import _as_chunk, _split_lines, _trusted_chunk
+from hroof.cachesim._chunks import _as_chunk, _event_arrays, _split_lines, _trusted_chunk
 from hroof.cachesim._generated import GeneratedFeed
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import (
@@ -71,11 +71,6 @@ def warm_up(classify: bool | None = None) -> None:
         if mode:
             sim._grow_flags(1 << 12)  # compiles the rehash of the flag page table
         sim.finish()
-
-
-def _event_arrays(n: int):
-    """Empty arrays for ``n`` events: packed ``line << EV_BITS | kind`` and size (int64)."""
-    return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
 
 
 _NO_KIND = np.zeros(1, dtype=np.uint8)  # the kind argument of the passes below L1
@@ -271,11 +266,12 @@ class Simulator(GeneratedFeed):
         addr : array of int
             Byte addresses (below 2**62).
         size : array of int
-            Access sizes in bytes (positive).
+            Access sizes in bytes (positive, below 2**32; uint32 is used as it is,
+            other dtypes are converted).
         kind : array of int
             0 load, 1 store, 2 non-temporal store.
         trusted : bool
-            The chunk comes from one of hroof's own kernel generators (int64, int64,
+            The chunk comes from one of hroof's own kernel generators (int64, uint32,
             uint8 arrays, every value in range): counted, not checked. Never for a
             user's arrays.
         """

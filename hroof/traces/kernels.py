@@ -51,6 +51,7 @@ import numpy as np
 
 from hroof._base.errors import HroofError, suggest
 from hroof._base.guards import ResourceError, check_memory
+from hroof._base.kinds import SIZE_DTYPE
 from hroof._base.units import INT_MAX, parse_float, parse_int
 
 #: Byte address of the first array of every kernel (1 GiB: clear of address 0,
@@ -261,7 +262,7 @@ class Plan:
         self, chunk_size: int = CHUNK, *, reuse: bool = True, start: int = 0,
         stop: int | None = None,
     ) -> Iterator[tuple]:  # fmt: skip
-        """Yield the trace as ``(addr, size, kind)`` chunks (int64, int64, uint8).
+        """Yield the trace as ``(addr, size, kind)`` chunks (int64, uint32, uint8).
 
         With ``reuse`` (the default, for feeding a simulator) every chunk is a
         view of the same buffers, overwritten by the next one; ``reuse=False``
@@ -270,11 +271,11 @@ class Plan:
         is the warm-up, ``chunks(start=plan.warmup)`` the counted part.
         """
         # Never a buffer longer than the trace; a huge --chunk-size is refused before it is
-        # allocated (17 bytes an access: address, size, kind).
+        # allocated (13 bytes an access: address, size, kind).
         cap = max(min(int(chunk_size), self.accesses), self.per_iteration, 1)
-        check_memory(17 * cap, f"a chunk of {cap:,} accesses", hint="; lower --chunk-size")
+        check_memory(13 * cap, f"a chunk of {cap:,} accesses", hint="; lower --chunk-size")
         addr = np.empty(cap, dtype=np.int64)
-        size = np.empty(cap, dtype=np.int64)
+        size = np.empty(cap, dtype=SIZE_DTYPE)
         kind = np.empty(cap, dtype=np.uint8)
         pos = int(start)
         end = self.iterations if stop is None else int(stop)

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hroof._base.jit import GEN, lazy_njit
+from hroof._base.kinds import SIZE_DTYPE
 
 #: Largest phase table (phases x streams) a sampled generator builds; beyond it (a huge
 #: K) the kernel falls back to the sampler's generic filter.
@@ -265,7 +266,7 @@ def _chunks(plan, gen, args, fargs, m, chunk_size, start, stop):
     s = fargs[4].shape[1]
     cap = max(int(chunk_size), 2 * s)
     addr = np.empty(cap, dtype=np.int64)
-    size = np.empty(cap, dtype=np.int64)
+    size = np.empty(cap, dtype=SIZE_DTYPE)
     kind = np.empty(cap, dtype=np.uint8)
     group = np.empty(cap, dtype=np.int64)
     pos = int(start)
