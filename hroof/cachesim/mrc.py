@@ -221,7 +221,7 @@ class StackDistances(TwoThreads):
             self.fa = FAState(scale, self.thresh, cap, self.key)
             sub_cap = max(16, cap // SUBSAMPLES) if cap else 0
             self.subs = [
-                FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key)
+                FAState(scale * SUBSAMPLES, self.thresh, sub_cap, self.key, SUBSAMPLES)
                 for _ in range(SUBSAMPLES)
             ]
         self._buf = self._alt = self._out = self._out2 = None
