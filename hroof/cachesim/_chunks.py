@@ -60,34 +60,42 @@ def _as_chunk(addr, size, kind, line_bits: int):
     n = addr.shape[0]
     if kind.dtype != np.uint8 and n and (kind.min() < 0 or kind.max() > 2):
         raise HroofError("kind must be 0 (load), 1 (store) or 2 (non-temporal store)")
-    if size.dtype.itemsize > 4 or size.dtype.kind == "i":
+    wide = size.dtype == np.int64  # converted in the check's pass
+    if not wide and (size.dtype.itemsize > 4 or size.dtype.kind == "i"):
         size = _as_size(size)
     addr = _as_int(addr, np.int64)
-    size = _as_int(size, SIZE_DTYPE)
     kind = _as_int(kind, np.uint8) if kind.dtype.itemsize == 1 else kind.astype(np.uint8)
     bits = SK.addr_limit_bits(line_bits)
-    bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
-        addr, size, kind, line_bits, 1 << bits
-    )
+    if wide:
+        out = np.empty(n, dtype=SIZE_DTYPE)
+        top, bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_narrow(
+            addr, np.ascontiguousarray(size), kind, line_bits, 1 << bits, out
+        )
+        size = out
+    else:
+        size = _as_int(size, SIZE_DTYPE)
+        bad_addr, bad_size, bad_kind, straddles, *core = SK.scan_chunk(
+            addr, size, kind, line_bits, 1 << bits
+        )
+        top = 0
     if bad_addr:
         raise HroofError(f"{bad_addr} addresses are negative or not below 2**{bits}")
     if bad_size:
         raise HroofError(f"{bad_size} access sizes are not positive")
+    if top >= SIZE_LIMIT:
+        raise HroofError(f"access sizes must be below 2**32 bytes, got {top}")
     if bad_kind:
         raise HroofError(f"{bad_kind} kinds are not 0 (load), 1 (store) or 2 (non-temporal store)")
     return addr, size, kind, straddles > 0, core
 
 
 def _as_size(size: np.ndarray) -> np.ndarray:
-    """Sizes of a wider or signed dtype checked to fit a chunk's (positive, below
+    """Sizes of a wider or signed dtype (but int64: :func:`_as_chunk` converts those in
+    its check's pass) checked to fit a chunk's (positive, below
     :data:`~hroof._base.kinds.SIZE_LIMIT`), as that dtype."""
-    if size.dtype == np.int64:  # the common case, in one pass
-        out = np.empty(size.shape[0], dtype=SIZE_DTYPE)
-        bad, hi = SK.narrow_sizes(np.ascontiguousarray(size), out)
-    else:
-        out = size.astype(SIZE_DTYPE)
-        bad = int(np.count_nonzero(size < 1)) if size.dtype.kind == "i" else int((size == 0).sum())
-        hi = int(size.max()) if size.shape[0] else 0
+    out = size.astype(SIZE_DTYPE)
+    bad = int(np.count_nonzero(size < 1)) if size.dtype.kind == "i" else int((size == 0).sum())
+    hi = int(size.max()) if size.shape[0] else 0
     if bad:
         raise HroofError(f"{bad} access sizes are not positive")
     if hi >= SIZE_LIMIT:

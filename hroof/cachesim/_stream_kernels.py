@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import INLINE, JIT
 from hroof.cachesim._kernels import EV_BITS, KIND_LOAD, KIND_NT, KIND_STORE
 
 
@@ -22,18 +22,48 @@ def addr_limit_bits(line_bits):
     return min(62, 63 - EV_BITS + line_bits)
 
 
-@njit(**JIT)
-def narrow_sizes(size, out):
-    """Copy int64 ``size`` into ``out`` (a chunk's uint32); return the count of sizes
-    below 1 and the largest size (the caller rejects the chunk on either)."""
-    bad = 0
+@njit(**INLINE)
+def _scan(addr, size, kind, line_bits, limit, out_size):
+    """:func:`scan_chunk`'s pass; also the largest size, and with a non-empty
+    ``out_size`` each size copied there (the loop is unswitched on it: both versions
+    vectorise)."""
+    copy = out_size.shape[0] != 0
+    bad_addr = 0
+    bad_size = 0
+    bad_kind = 0
+    straddles = 0
+    n_loads = 0
+    n_stores = 0
+    n_nt = 0
+    b_loads = 0
+    b_stores = 0
+    b_nt = 0
     top = np.int64(0)
-    for i in range(size.shape[0]):
+    for i in range(addr.shape[0]):
+        a = addr[i]
         s = size[i]
-        bad += s < 1
+        k = kind[i]
+        bad_addr += (a < 0) | (a >= limit)
+        bad_size += s <= 0
+        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
+        bad_kind += k > 2
         top = max(top, s)
-        out[i] = s
-    return bad, top
+        is_load = k == KIND_LOAD
+        is_store = k == KIND_STORE
+        is_nt = k == KIND_NT
+        n_loads += is_load
+        n_stores += is_store
+        n_nt += is_nt
+        b_loads += s * is_load
+        b_stores += s * is_store
+        b_nt += s * is_nt
+        if copy:
+            out_size[i] = s
+    counts = (
+        bad_addr, bad_size, bad_kind, straddles,
+        n_loads, n_stores, n_nt, b_loads, b_stores, b_nt,
+    )  # fmt: skip
+    return counts, top
 
 
 @njit(**JIT)
@@ -45,37 +75,18 @@ def scan_chunk(addr, size, kind, line_bits, limit):
     stores, NT stores and their bytes), which the driver adds only once the
     chunk is known to be valid.
     """
-    bad_addr = 0
-    bad_size = 0
-    bad_kind = 0
-    straddles = 0
-    n_loads = 0
-    n_stores = 0
-    n_nt = 0
-    b_loads = 0
-    b_stores = 0
-    b_nt = 0
-    for i in range(addr.shape[0]):
-        a = addr[i]
-        s = size[i]
-        k = kind[i]
-        bad_addr += (a < 0) | (a >= limit)
-        bad_size += s <= 0
-        straddles += (a >> line_bits) != ((a + s - 1) >> line_bits)
-        bad_kind += k > 2
-        is_load = k == KIND_LOAD
-        is_store = k == KIND_STORE
-        is_nt = k == KIND_NT
-        n_loads += is_load
-        n_stores += is_store
-        n_nt += is_nt
-        b_loads += s * is_load
-        b_stores += s * is_store
-        b_nt += s * is_nt
-    return (
-        bad_addr, bad_size, bad_kind, straddles,
-        n_loads, n_stores, n_nt, b_loads, b_stores, b_nt,
-    )  # fmt: skip
+    counts, _ = _scan(addr, size, kind, line_bits, limit, addr[:0])  # nothing to copy into
+    return counts
+
+
+@njit(**JIT)
+def scan_narrow(addr, size, kind, line_bits, limit, out_size):
+    """:func:`scan_chunk` of a chunk whose sizes are wider than a chunk's (int64 from the
+    API), copying them into ``out_size`` (uint32) in the same pass. Returns the largest
+    size, then :func:`scan_chunk`'s counts: the caller rejects the chunk when the largest
+    is not below 2**32 (the copy then truncated it) or a size is not positive."""
+    counts, top = _scan(addr, size, kind, line_bits, limit, out_size)
+    return (np.int64(top),) + counts  # noqa: RUF005 (Numba builds no starred tuple)
 
 
 @njit(**JIT)
