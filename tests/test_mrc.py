@@ -694,18 +694,27 @@ def test_direct_sampling_equals_the_simulator_path():
     straddle[::50] = straddle[::50] // 64 * 64 + 60  # 8 bytes from 4 before a line's end
     plain = [(addr, size, kind), (straddle, size, kind)]
     other = [tuple(a.astype(np.int32) for a in ch) for ch in plain]
+    from_file = [(a.astype(np.uint64), s, k) for a, s, k in plain]  # a trace file's dtypes
     for kw in ({"rate": 0.2, "seed": 3}, {"sample_size": 300}):
         a = M.miss_ratio_curve(plain, **kw)
         b = M.miss_ratio_curve(other, **kw)
+        c = M.miss_ratio_curve(from_file, **kw)
         assert_array_equal(a.tail, b.tail)
+        assert_array_equal(a.tail, c.tail)
         assert a.sample == b.sample and a.lookups == b.lookups
         assert a.lookups == 2 * np.count_nonzero(kind < 2) + np.count_nonzero(kind[::50] < 2)
     sd = M.StackDistances(64, rate=0.2)
     assert sd.feed_trace(addr, size, kind, 6) and not sd.feed_trace(straddle, size, kind, 6)
     assert not sd.feed_trace(*other[0], 6)
+    assert sd.feed_trace(*from_file[0], 6)
     bad = [(addr - 10**6, size, kind)]
     with pytest.raises(HroofError, match="addresses are negative"):
         M.miss_ratio_curve(bad, rate=0.2)
+    past = addr.astype(np.uint64)
+    past[7] = 2**63 + 64  # a file's address past int64: rejected as the simulator does
+    assert not sd.feed_trace(past, size, kind, 6)
+    with pytest.raises(HroofError, match="addresses are negative"):
+        M.miss_ratio_curve([(past, size, kind)], rate=0.2)
 
 
 def test_seeds_sample_different_lines_and_are_reported():

@@ -295,7 +295,8 @@ class StackDistances(TwoThreads):
     def feed_trace(self, addr, size, kind, line_bits: int) -> bool:
         """Sample a raw trace chunk (the stream into the first level) in one pass that also
         checks it as the simulator does; return False, having fed nothing, when the chunk
-        is not of the plain kind (dtypes int64, uint32, uint8, one-dimensional), holds an
+        is not of the plain kind (dtypes int64 or uint64, uint32, uint8, one-dimensional: a
+        chunk's, or a trace file's, whose uint64 addresses are viewed as int64), holds an
         access the simulator would reject or split across lines, or when this pass is exact
         or set-associative: the caller then sends it the simulator's way."""
         if self.rate is None or self.sa_stk is not None:
@@ -303,8 +304,11 @@ class StackDistances(TwoThreads):
         arrays = (addr, size, kind)
         if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays):
             return False
-        if (addr.dtype, size.dtype, kind.dtype) != (np.int64, SIZE_DTYPE, np.uint8):
+        if (size.dtype, kind.dtype) != (SIZE_DTYPE, np.uint8) or addr.dtype.kind not in "iu":
             return False
+        if addr.dtype.itemsize != 8 or not addr.flags.c_contiguous:
+            return False
+        addr = addr.view(np.int64)  # past 2**63 negative: rejected, as the simulator does
         n = addr.shape[0]
         if size.shape[0] != n or kind.shape[0] != n:
             return False
