@@ -306,7 +306,7 @@ class StackDistances(TwoThreads):
             return False
         if (size.dtype, kind.dtype) != (SIZE_DTYPE, np.uint8) or addr.dtype.kind not in "iu":
             return False
-        if addr.dtype.itemsize != 8 or not addr.flags.c_contiguous:
+        if addr.dtype.itemsize != 8 or not all(a.flags.c_contiguous for a in arrays):
             return False
         addr = addr.view(np.int64)  # past 2**63 negative: rejected, as the simulator does
         n = addr.shape[0]
