@@ -25,8 +25,8 @@ def addr_limit_bits(line_bits):
 @njit(**INLINE)
 def _scan(addr, size, kind, line_bits, limit, out_size):
     """:func:`scan_chunk`'s pass; also the largest size, and with a non-empty
-    ``out_size`` each size copied there (a test that is the same at every access, so
-    the loop stays branch-free where it matters)."""
+    ``out_size`` each size copied there (``copy`` never changes within a pass, so its
+    test at every access is always predicted)."""
     copy = out_size.shape[0] != 0
     bad_addr = 0
     bad_size = 0
