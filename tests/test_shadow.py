@@ -3,7 +3,8 @@
 :class:`naive.FullyAssociativeLRU` is an ``OrderedDict``; the fast shadow must
 answer every touch the same and hold the same lines in the same recency order,
 checked after every operation on tiny capacities that force the rare paths
-(eviction past tombstones, compaction of the queue, drops of the MRU line).
+(eviction past tombstones, compaction of the queue, drops of the MRU line, lines
+spilling past full buckets of the table).
 """
 
 from __future__ import annotations
@@ -180,11 +181,58 @@ def test_queue_floor_of_a_larger_shadow_compacts_exactly():
     assert out.tolist() == expect
 
 
+
+
 def test_table_sizes_by_capacity():
-    # Up to SPARSE_CAP lines, at least 4 pairs a line; above, at least 2 (powers of two).
+    # Up to SPARSE_CAP lines, at least 4 pairs a line; above, at least 2 (powers of two),
+    # and two buckets of 4 pairs at least.
     c = S.SPARSE_CAP
     sh = S.new_shadow([1, 768, c, c + 1])
     pairs = (1 << sh.tbits).tolist()
-    # 1 line: 4 pairs (the least); 768: 3072 -> 4096; c: 4c; c + 1: 2c + 2 -> 4c.
-    assert pairs == [4, 4096, 4 * c, 4 * c]
+    # 1 line: 8 pairs (the least); 768: 3072 -> 4096; c: 4c; c + 1: 2c + 2 -> 4c.
+    assert pairs == [8, 4096, 4 * c, 4 * c]
     assert (1 << int(S.new_shadow([2 * c]).tbits[0])) == 4 * c  # 2 pairs a line
+    # Each bucket is one 64-byte line of the host's cache, whatever numpy gave.
+    assert sh.tab.ctypes.data % 64 == 0
+    assert sh.queue.dtype == np.uint32
+
+
+def _same_home(bits, home, n):
+    """``n`` lines whose home bucket is ``home`` in a table of ``2**bits`` pairs."""
+    out, x = [], 0
+    while len(out) < n:
+        x += 1
+        if int(S._hash(np.int64(x), bits - 2)) == home:
+            out.append(x)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_overflow_chains_past_full_buckets(seed):
+    # 14 lines of the last bucket and 4 of the first, in a shadow of 12 lines (64 pairs,
+    # 16 buckets): insertions spill up to three buckets on, wrapping around to bucket 0;
+    # evictions and drops empty pairs in the middle of a chain, and every lookup must
+    # still find or miss its line as the twin does (check_shadow recounts the overflow
+    # counts after every op).
+    cap = 12
+    bits = int(S.new_shadow([cap]).tbits[0])
+    assert bits == 6
+    last = (1 << (bits - 2)) - 1
+    pool = _same_home(bits, last, 14) + _same_home(bits, 0, 4)
+    rng = np.random.default_rng(80 + seed)
+    n = 600
+    ops = rng.choice(3, size=n, p=[0.75, 0.1, 0.15])
+    lines = np.array(pool)[rng.integers(0, len(pool), size=n)]
+    seen = 0
+    sh = S.new_shadow([cap])
+    naive = FullyAssociativeLRU(cap)
+    out = np.zeros(1, dtype=np.int64)
+    for op, line in zip(ops.tolist(), lines.tolist(), strict=True):
+        _apply(sh, 0, np.array([op]), np.array([line]), out)
+        if op == 2:
+            naive.drop(line)
+        else:
+            assert bool(out[0]) == naive.touch(line, allocate=op == 0)
+        assert S.check_shadow(sh, 0) == list(naive.lines)
+        seen = max(seen, int((sh.tab[1::8] >> S.V_SHIFT).max()))
+    assert seen >= 2  # chains did pass two full buckets

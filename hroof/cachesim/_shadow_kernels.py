@@ -6,26 +6,34 @@ classification"): a miss of the level that hits its shadow is a conflict miss.
 It is exact LRU kept with **timestamps and a lazy-deletion queue** instead of
 a linked list, so that most of its memory traffic is sequential:
 
-``queue`` (int64, ``qcap`` slots a level, ``qcap`` >= 2 x the capacity)
-    Every reference appends the line at ``tail``; the slot of the line's
-    previous reference is overwritten with ``-1`` (a tombstone). A line's
-    timestamp is the queue slot of its latest reference, so the live
-    (non-tombstone) slots in ``[head, tail)`` are the shadow's lines, least
-    recently used first, and ``live`` counts them.
-``tab`` (int64 pairs: a line, then its slot in the queue; ``-1`` if empty)
-    An open-addressing table with linear probing, a power of two of at least
-    twice the capacity in pairs (load at most one half; four times, load at
-    most a quarter, up to ``SPARSE_CAP`` lines), mapping every line
-    held by the shadow to its queue slot. Key and value share a host cache
-    line, so a lookup reads one line of memory (the probe rarely passes it).
+``queue`` (uint32, ``qcap`` slots a level, ``qcap`` >= 2 x the capacity)
+    Every reference appends the line (the index of its pair in the table) at
+    ``tail``; the slot of the line's previous reference is overwritten with
+    ``TOMB`` (a tombstone). A line's timestamp is the queue slot of its latest
+    reference, so the live (non-tombstone) slots in ``[head, tail)`` are the
+    shadow's lines, least recently used first, and ``live`` counts them.
+``tab`` (int64 pairs: a line, then its slot in the queue; key ``-1`` if empty)
+    A hash table of **buckets of four pairs**, each bucket one 64-byte line of
+    the host's cache, a power of two of at least four times the capacity in
+    pairs (load at most a quarter; twice, above ``SPARSE_CAP`` lines). A line
+    goes in the first bucket from its home (Fibonacci hashing) with an empty
+    pair, and a full bucket it passes counts it in its **overflow count** (kept
+    in the high bits of the bucket's first value, above ``V_SHIFT``). A lookup
+    compares the four keys of the home bucket (no loop, no branch to
+    mispredict) and goes on to the next bucket only while the one it left has
+    a count: at load 1/4 a lookup reads one bucket 98 % of the time. A line
+    keeps its pair while it is held, so the queue can name the pair: an
+    eviction empties the victim's pair directly (and uncounts it from the
+    buckets it passed), with no search and no pair moved.
 
 A hit tombstones the line's old slot, appends it and stores its new slot in
-the table. A miss that allocates appends the line and inserts it; if that
+the table. A miss that allocates inserts the line and appends it; if that
 makes ``live`` exceed the capacity, the head skips tombstones to the oldest
-live slot, whose line is evicted (deleted from the table by backward shift).
-When ``tail`` reaches ``qcap`` the live slots are moved to the front in order
-and their table values rewritten (at most ``capacity`` moves every
-``qcap - capacity`` references). Worked example, capacity 2, queue of 6::
+live slot, whose pair is emptied. When ``tail`` reaches ``qcap`` the live slots
+are moved to the front in order and their pairs' values rewritten (at most
+``capacity`` moves every ``qcap - capacity`` references, each a write to a
+known pair). Worked example, capacity 2, queue of 6 (lines shown in the queue
+for their pairs)::
 
     touch A   queue [A . . . . .]   head 0, tail 1, live 1
     touch B   queue [A B . . . .]   tail 2, live 2
@@ -39,11 +47,12 @@ and their table values rewritten (at most ``capacity`` moves every
 ``meta`` columns (per level): ``S_HEAD``, ``S_TAIL``, ``S_LIVE`` and
 ``S_MRU``, the line referenced last (``-1`` after a drop), which lets a run
 of references to one line skip the table. The level pass keeps these columns
-in registers (:func:`_sh_touch_r`, the same operations as :func:`_sh_touch`).
-Per line of capacity the shadow costs 32 bytes of table (64 up to
+in registers (:func:`_sh_touch_r`; :func:`_sh_touch` is the same with the
+columns in ``meta``).
+Per line of capacity the shadow costs 64 bytes of table (32 above
 ``SPARSE_CAP`` lines; up to twice that, the table being a power of two) and
-8 x ``qcap / capacity`` bytes of queue (``qcap`` is 4 x the capacity, and at least
-``QUEUE_MIN`` slots from ``QUEUE_MIN_CAP`` lines up).
+4 x ``qcap / capacity`` bytes of queue (``qcap`` is 4 x the capacity, and at
+least ``QUEUE_MIN`` slots from ``QUEUE_MIN_CAP`` lines up): 80 bytes a line.
 """
 
 from __future__ import annotations
@@ -72,20 +81,32 @@ NSMETA = 4
 #: references at most) ...
 QUEUE_FACTOR = 4
 #: ... but at least ``QUEUE_MIN`` slots for a shadow of ``QUEUE_MIN_CAP`` lines or more
-#: (128 KiB: an L1-sized shadow then compacts every 15 000 references or so, not every
-#: 2 300; a compaction costs a table lookup per line held).
+#: (64 KiB: an L1-sized shadow then compacts every 15 000 references or so, not every
+#: 2 300; a compaction costs a write to a pair per line held).
 QUEUE_MIN = 1 << 14
 QUEUE_MIN_CAP = 64
 #: How many events (or queue slots) ahead the passes start their memory reads.
 PREFETCH_AHEAD = 8
 
-#: Shadows of up to ``SPARSE_CAP`` lines (a 2 MiB level of 64-byte lines) get a table
-#: of at least 4 pairs a line (load at most 1/4, 2 MiB at most), larger ones 2 (load at
-#: most 1/2): at load 1/2 a lookup of an absent line probes 2.5 pairs on average and the
-#: probe loop's exit is mispredicted often; at 1/4, 1.4. Measured on the random stream
-#: (same run): L1 pass 46 against 70 ns an event, L2 60-68 against 98-106; an L3 table
-#: of 4 pairs a line (32 MiB) measured no clear gain over 2.
-SPARSE_CAP = 1 << 15
+#: Shadows of up to ``SPARSE_CAP`` lines (a 64 MiB level of 64-byte lines) get a table
+#: of at least 4 pairs a line (load at most 1/4), larger ones 2 (load at most 1/2, so that
+#: the table of the largest levels stays at 32 bytes a line). At load 1/2 a bucket of four
+#: is full (and an absent line's lookup reads the next one) several times as often as at
+#: 1/4: measured alone on random lines, 17 against 9 ns a reference for 32 Ki lines, 47
+#: against 33 for 512 Ki (``bench/RESULTS.md``, "Classification at 1x on random lines").
+SPARSE_CAP = 1 << 20
+
+
+#: A table value is a queue slot (below 2**V_SHIFT: a queue holds fewer than 2**32 slots)
+#: and, in the first pair of a bucket, the bucket's overflow count above it (how many held
+#: lines probed past the bucket, full when they were inserted; below 2**30).
+V_SHIFT = 33
+V_ONE = 1 << V_SHIFT
+V_SLOT = V_ONE - 1
+V_COUNT = ~V_SLOT
+#: A queue slot holds the index of its line's pair in the level's table (which never
+#: moves while the line is held), or ``TOMB``.
+TOMB = np.uint32(0xFFFFFFFF)
 
 
 def _table_factor(cap: int) -> int:
@@ -157,72 +178,97 @@ def _u(i):
 
 
 @njit(**INLINE)
-def _sh_slot(sh, lvl, line):
-    """The table slot (relative to the level's part) of ``line``, or of the empty pair
-    where it would go."""
-    tab = sh.tab
-    bits = sh.tbits[lvl]
-    base = sh.toff[lvl]
-    mask = (1 << bits) - 1
-    h = _hash(line, bits)
+def _in_bucket(tab, b, key):
+    """The index in ``tab`` of ``key`` among the four keys of the bucket starting at
+    ``tab[b]``, or -1: four compares and no branch to mispredict (a key is held once;
+    the empty key -1 may be held several times, and any of them will do)."""
+    r = -1
+    if tab[_u(b + 6)] == key:
+        r = b + 6
+    if tab[_u(b + 4)] == key:
+        r = b + 4
+    if tab[_u(b + 2)] == key:
+        r = b + 2
+    if tab[_u(b)] == key:
+        r = b
+    return r
+
+
+@njit(**INLINE)
+def _sh_find(tab, base, bits, line):
+    """The index in ``tab`` of ``line``'s key in a level's table (``2**bits`` pairs from
+    ``tab[base]``), or -1 if the shadow does not hold it: its home bucket, and the next
+    ones while the one before has an overflow count."""
+    mask = (1 << (bits - 2)) - 1
+    h = _hash(line, bits - 2)
     while True:
-        k = tab[_u(2 * (base + h))]
-        if k == line or k < 0:
-            return h
+        b = base + 8 * h
+        k = _in_bucket(tab, b, line)
+        if k >= 0 or tab[_u(b + 1)] < V_ONE:
+            return k
+        h = (h + 1) & mask
+
+
+@njit(**INLINE)
+def _sh_insert(tab, base, bits, line, slot):
+    """Put ``line`` (not held) with queue slot ``slot`` in the first bucket from its home
+    with an empty pair, counting it in the overflow count of every full bucket it passes;
+    return the index in ``tab`` of its key."""
+    mask = (1 << (bits - 2)) - 1
+    h = _hash(line, bits - 2)
+    while True:
+        b = base + 8 * h
+        k = _in_bucket(tab, b, -1)
+        if k >= 0:
+            tab[_u(k)] = line
+            tab[_u(k + 1)] = (tab[_u(k + 1)] & V_COUNT) | slot
+            return k
+        tab[_u(b + 1)] += V_ONE
+        h = (h + 1) & mask
+
+
+@njit(**INLINE)
+def _sh_remove(tab, base, bits, pair):
+    """Empty the level's pair ``pair`` (it holds a line), uncounting the line from the
+    overflow counts of the buckets between its home and its own: no search, no move."""
+    k = base + 2 * pair
+    line = tab[_u(k)]
+    tab[_u(k)] = -1
+    mask = (1 << (bits - 2)) - 1
+    h = _hash(line, bits - 2)
+    at = pair >> 2
+    while h != at:
+        tab[_u(base + 8 * h + 1)] -= V_ONE
         h = (h + 1) & mask
 
 
 @njit(**INLINE)
 def _sh_prefetch(sh, lvl, line):
-    """Start reading the table pair where a lookup of ``line`` begins."""
-    _prefetch(sh.tab, 2 * (sh.toff[lvl] + _hash(line, sh.tbits[lvl])))
-
-
-@njit(**INLINE)
-def _sh_tab_delete(sh, lvl, slot):
-    """Backward-shift deletion of pair ``slot`` from the level's linear-probing table."""
-    tab = sh.tab
-    bits = sh.tbits[lvl]
-    base = sh.toff[lvl]
-    mask = (1 << bits) - 1
-    i = slot
-    j = slot
-    while True:
-        j = (j + 1) & mask
-        k = tab[_u(2 * (base + j))]
-        if k < 0:
-            break
-        home = _hash(k, bits)
-        # Move pair j into the hole at i unless its home lies cyclically in (i, j].
-        if i <= j:
-            stays = i < home <= j
-        else:
-            stays = home > i or home <= j
-        if not stays:
-            tab[_u(2 * (base + i))] = k
-            tab[_u(2 * (base + i) + 1)] = tab[_u(2 * (base + j) + 1)]
-            i = j
-    tab[_u(2 * (base + i))] = -1
+    """Start reading the bucket where a lookup of ``line`` begins."""
+    _prefetch(sh.tab, 2 * sh.toff[lvl] + 8 * _hash(line, sh.tbits[lvl] - 2))
 
 
 @njit(**JIT)
 def _sh_compact(sh, lvl):
-    """Move the live queue slots of level ``lvl`` to the front, in order."""
+    """Move the live queue slots of level ``lvl`` to the front, in order, and store
+    each line's new slot in its pair (found from the queue: no lookup)."""
     q = sh.queue
     qo = sh.qoff[lvl]
     meta = sh.meta
+    tab = sh.tab
+    base = 2 * sh.toff[lvl]
     j = 0
     tail = meta[lvl, S_TAIL]
     for p in range(meta[lvl, S_HEAD], tail):
         if p + PREFETCH_AHEAD < tail:
-            ahead = q[qo + p + PREFETCH_AHEAD]
-            if ahead >= 0:
-                _sh_prefetch(sh, lvl, ahead)
+            ahead = q[_u(qo + p + PREFETCH_AHEAD)]
+            if ahead != TOMB:
+                _prefetch(tab, base + 2 * np.int64(ahead))
         v = q[_u(qo + p)]
-        if v >= 0:
+        if v != TOMB:
             q[_u(qo + j)] = v
-            s = _sh_slot(sh, lvl, v)
-            sh.tab[_u(2 * (sh.toff[lvl] + s) + 1)] = j
+            k = base + 2 * np.int64(v) + 1
+            tab[_u(k)] = (tab[_u(k)] & V_COUNT) | j
             j += 1
     meta[lvl, S_HEAD] = 0
     meta[lvl, S_TAIL] = j
@@ -233,49 +279,17 @@ def _sh_touch(sh, lvl, line, allocate):
     """Reference ``line`` in level ``lvl``'s shadow; return True on a hit.
 
     A miss inserts the line only if ``allocate`` (evicting the least recently
-    used line if the shadow is full). O(1) expected: one table lookup, two
-    queue writes, and on an eviction a second lookup; compaction is amortised.
+    used line if the shadow is full). O(1) expected: one bucket read, two
+    queue writes, and on an eviction the victim's pair; compaction is amortised.
     """
     meta = sh.meta
-    if meta[lvl, S_MRU] == line:
-        return True
-    tail = meta[lvl, S_TAIL]
-    if tail == sh.qcap[lvl]:
-        _sh_compact(sh, lvl)
-        tail = meta[lvl, S_TAIL]
-    tab = sh.tab
-    q = sh.queue
-    qo = sh.qoff[lvl]
-    pair = 2 * (sh.toff[lvl] + _sh_slot(sh, lvl, line))
-    if tab[_u(pair)] == line:
-        q[_u(qo + tab[_u(pair + 1)])] = -1
-        q[_u(qo + tail)] = line
-        tab[_u(pair + 1)] = tail
-        meta[lvl, S_TAIL] = tail + 1
-        meta[lvl, S_MRU] = line
-        return True
-    if not allocate:
-        return False
-    tab[_u(pair)] = line
-    tab[_u(pair + 1)] = tail
-    q[_u(qo + tail)] = line
-    meta[lvl, S_TAIL] = tail + 1
-    meta[lvl, S_MRU] = line
-    live = meta[lvl, S_LIVE] + 1
-    if live > sh.ncap[lvl]:
-        head = meta[lvl, S_HEAD]
-        while q[_u(qo + head)] < 0:
-            head += 1
-        victim = q[_u(qo + head)]
-        meta[lvl, S_HEAD] = head + 1
-        # The next victims are next in the queue: start reading their pairs.
-        ahead = q[qo + min(head + PREFETCH_AHEAD, tail)]
-        if ahead >= 0:
-            _sh_prefetch(sh, lvl, ahead)
-        _sh_tab_delete(sh, lvl, _sh_slot(sh, lvl, victim))
-        live -= 1
-    meta[lvl, S_LIVE] = live
-    return False
+    hit, head, tail, live, mru = _sh_touch_r(
+        sh, lvl, sh.tab, sh.queue, sh.toff[lvl], sh.tbits[lvl], sh.qoff[lvl], sh.qcap[lvl],
+        sh.ncap[lvl], meta[lvl, S_HEAD], meta[lvl, S_TAIL], meta[lvl, S_LIVE],
+        meta[lvl, S_MRU], line, allocate,
+    )  # fmt: skip
+    _sh_store_meta(sh, lvl, head, tail, live, mru)
+    return hit
 
 
 @njit(**INLINE)
@@ -295,35 +309,29 @@ def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, m
         _sh_compact(sh, lvl)
         head = meta[lvl, S_HEAD]
         tail = meta[lvl, S_TAIL]
-    mask = (1 << bits) - 1
-    h = _hash(line, bits)
-    while True:
-        k = tab[_u(2 * (tbase + h))]
-        if k == line or k < 0:
-            break
-        h = (h + 1) & mask
-    pair = 2 * (tbase + h)
-    if tab[_u(pair)] == line:
-        q[_u(qo + tab[_u(pair + 1)])] = -1
-        q[_u(qo + tail)] = line
-        tab[_u(pair + 1)] = tail
+    base = 2 * tbase
+    k = _sh_find(tab, base, bits, line)
+    if k >= 0:
+        v = tab[_u(k + 1)]
+        q[_u(qo + (v & V_SLOT))] = TOMB
+        q[_u(qo + tail)] = np.uint32((k - base) >> 1)
+        tab[_u(k + 1)] = (v & V_COUNT) | tail
         return True, head, tail + 1, live, line
     if not allocate:
         return False, head, tail, live, mru
-    tab[_u(pair)] = line
-    tab[_u(pair + 1)] = tail
-    q[_u(qo + tail)] = line
+    k = _sh_insert(tab, base, bits, line, tail)
+    q[_u(qo + tail)] = np.uint32((k - base) >> 1)
     live += 1
     if live > cap:
-        while q[_u(qo + head)] < 0:
+        while q[_u(qo + head)] == TOMB:
             head += 1
-        victim = q[_u(qo + head)]
+        victim = np.int64(q[_u(qo + head)])
         # The next victims are next in the queue: start reading their pairs.
         ahead = q[_u(qo + min(head + PREFETCH_AHEAD, tail))]
-        if ahead >= 0:
-            _prefetch(tab, 2 * (tbase + _hash(ahead, bits)))
+        if ahead != TOMB:
+            _prefetch(tab, base + 2 * np.int64(ahead))
         head += 1
-        _sh_tab_delete(sh, lvl, _sh_slot(sh, lvl, victim))
+        _sh_remove(tab, base, bits, victim)
         live -= 1
     return False, head, tail + 1, live, line
 
@@ -341,15 +349,27 @@ def _sh_store_meta(sh, lvl, head, tail, live, mru):
 @njit(**INLINE)
 def _sh_drop(sh, lvl, line):
     """Remove ``line`` from level ``lvl``'s shadow, if there."""
-    s = _sh_slot(sh, lvl, line)
-    pair = 2 * (sh.toff[lvl] + s)
-    if sh.tab[pair] != line:
+    tab = sh.tab
+    base = 2 * sh.toff[lvl]
+    k = _sh_find(tab, base, sh.tbits[lvl], line)
+    if k < 0:
         return
-    sh.queue[sh.qoff[lvl] + sh.tab[pair + 1]] = -1
-    _sh_tab_delete(sh, lvl, s)
+    sh.queue[_u(sh.qoff[lvl] + (tab[_u(k + 1)] & V_SLOT))] = TOMB
+    _sh_remove(tab, base, sh.tbits[lvl], (k - base) >> 1)
     sh.meta[lvl, S_LIVE] -= 1
     if sh.meta[lvl, S_MRU] == line:
         sh.meta[lvl, S_MRU] = -1
+
+
+def _aligned_table(pairs: int) -> np.ndarray:
+    """``pairs`` empty pairs (key -1, value 0) whose buckets each fill one 64-byte line
+    of the host's cache."""
+    raw = np.empty(2 * pairs + 8, dtype=np.int64)
+    skip = (-raw.ctypes.data % 64) // 8
+    tab = raw[skip : skip + 2 * pairs]
+    tab[0::2] = -1
+    tab[1::2] = 0
+    return tab
 
 
 def new_shadow(caps: list[int]) -> Shadow:
@@ -357,9 +377,9 @@ def new_shadow(caps: list[int]) -> Shadow:
     ncap = np.array(caps, dtype=np.int64)
     if (ncap < 1).any():
         raise ValueError(f"shadow capacities must be positive, got {caps}")
-    # At least 2 x capacity pairs (4 x up to SPARSE_CAP lines), and 4: a miss inserts
-    # before it evicts, and the backward-shift deletion needs an empty pair to stop at.
-    tsize = [1 << max(2, (_table_factor(c) * c - 1).bit_length()) for c in caps]
+    # At least 2 x capacity pairs (4 x up to SPARSE_CAP lines), and two buckets: a miss
+    # inserts before it evicts, so a full shadow holds one line more for a moment.
+    tsize = [1 << max(3, (_table_factor(c) * c - 1).bit_length()) for c in caps]
     tbits = np.array([t.bit_length() - 1 for t in tsize], dtype=np.int64)
     toff = np.concatenate(([0], np.cumsum(tsize)[:-1])).astype(np.int64)
     qcap = np.maximum(QUEUE_FACTOR * ncap, np.where(ncap >= QUEUE_MIN_CAP, QUEUE_MIN, 0))
@@ -367,8 +387,8 @@ def new_shadow(caps: list[int]) -> Shadow:
     meta = np.zeros((len(caps), NSMETA), dtype=np.int64)
     meta[:, S_MRU] = -1
     return Shadow(
-        tab=np.full(2 * int(sum(tsize)), -1, dtype=np.int64),
-        queue=np.full(int(qcap.sum()), -1, dtype=np.int64),
+        tab=_aligned_table(int(sum(tsize))),
+        queue=np.full(int(qcap.sum()), TOMB, dtype=np.uint32),
         toff=toff,
         tbits=tbits,
         qoff=qoff,
@@ -382,21 +402,35 @@ def check_shadow(sh: Shadow, lvl: int) -> list[int]:
     """Assert level ``lvl``'s shadow is consistent; return its lines, LRU first.
 
     The live queue slots hold distinct lines, as many as ``live`` and at most
-    the capacity; the table holds exactly those lines, each with its slot.
+    the capacity; the table holds exactly those lines, each with its slot, and
+    each bucket's overflow count is the number of held lines whose probe from
+    their home bucket passed it.
     """
     meta = sh.meta[lvl]
     qo, head, tail = int(sh.qoff[lvl]), int(meta[S_HEAD]), int(meta[S_TAIL])
     assert 0 <= head <= tail <= sh.qcap[lvl], "shadow queue bounds"
     window = sh.queue[qo + head : qo + tail]
-    lines = window[window >= 0].tolist()
-    slots = (np.flatnonzero(window >= 0) + head).tolist()
-    assert len(lines) == meta[S_LIVE] <= sh.ncap[lvl], "shadow holds too many lines"
-    assert len(set(lines)) == len(lines), "shadow duplicate"
-    toff, tsize = int(sh.toff[lvl]), 1 << int(sh.tbits[lvl])
-    pairs = sh.tab[2 * toff : 2 * (toff + tsize)].reshape(tsize, 2)
-    held = pairs[pairs[:, 0] >= 0]
-    assert sorted(zip(held[:, 0].tolist(), held[:, 1].tolist(), strict=True)) == sorted(
-        zip(lines, slots, strict=True)
-    ), "shadow table does not index its queue"
+    live = window != TOMB
+    at = window[live].astype(np.int64)
+    slots = np.flatnonzero(live) + head
+    toff, bits = int(sh.toff[lvl]), int(sh.tbits[lvl])
+    pairs = sh.tab[2 * toff : 2 * (toff + (1 << bits))].reshape(-1, 2)
+    assert len(at) == meta[S_LIVE] <= sh.ncap[lvl], "shadow holds too many lines"
+    assert len(set(at.tolist())) == len(at), "shadow duplicate"
+    lines = pairs[at, 0].tolist() if len(at) else []
+    assert all(x >= 0 for x in lines), "shadow queue points at an empty pair"
+    assert ((pairs[at, 1] & V_SLOT) == slots).all(), "shadow table does not index its queue"
+    held = np.flatnonzero(pairs[:, 0] >= 0)
+    assert sorted(held.tolist()) == sorted(at.tolist()), "shadow table holds other lines"
+    keys = pairs[held, 0]
+    nb = 1 << (bits - 2)
+    counts = [0] * nb
+    homes = ((keys * np.int64(_GOLDEN)) >> np.int64(64 - bits + 2)) & (nb - 1)
+    for home, bucket in zip(homes.tolist(), (held // 4).tolist(), strict=True):
+        while home != bucket:
+            counts[home] += 1
+            home = (home + 1) % nb
+    assert (pairs[0::4, 1] >> V_SHIFT).tolist() == counts, "shadow overflow counts"
+    assert not (pairs[:, 1] & V_COUNT)[np.arange(len(pairs)) % 4 != 0].any(), "stray counts"
     assert meta[S_MRU] < 0 or (lines and lines[-1] == meta[S_MRU]), "shadow MRU"
     return lines
