@@ -9,6 +9,7 @@ from helpers import assert_same
 from naive import simulate as naive_simulate
 
 from hroof.cachesim import HierarchyConfig, LevelConfig, Simulator, simulate
+from hroof.cachesim import _kernels as K
 
 
 def fast_dict(h, addr, size, kind, *, classify=True, flush=True, chunks=1):
@@ -106,6 +107,36 @@ def test_flag_pages_grow_mid_chunk():
         naive_levels(h), list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=False))
     )
     assert_same(fast_dict(h, addr, size, kind), naive)
+
+
+@pytest.mark.parametrize("spec", [GEOMETRIES[9], GEOMETRIES[11], GEOMETRIES[13]])
+def test_first_touch_carried_down_counts_as_each_level_on_its_own(spec):
+    """One core, plain levels: L1 marks the requests of its compulsory misses and the
+    levels below take the mark instead of their own "seen" bits (``carry_new``). Every
+    level reading and setting its own bits (the multicore passes' way) counts the same
+    trace the same, counter for counter, with stores, NT stores, a no-write-allocate
+    level and flag pages growing mid-chunk."""
+    h = levels_from(spec, 64)
+    rng = np.random.default_rng(31)
+    n = 6000
+    addr = np.where(
+        rng.random(n) < 0.6,
+        rng.integers(0, 30 * 64, n),
+        rng.integers(0, 3000, n) * 512 * 64 + rng.integers(0, 64, n),
+    ).astype(np.int64)
+    size = np.full(n, 8, dtype=np.int64)
+    kind = rng.choice(np.array([0, 1, 2], dtype=np.uint8), n, p=[0.55, 0.4, 0.05])
+    ctrs = []
+    for carry in (True, False):
+        sim = Simulator(h, classify=True)
+        assert sim._carry_new
+        sim._carry_new = carry
+        for part in np.array_split(np.arange(n), 5):
+            sim.feed(addr[part], size[part], kind[part])
+        sim.finish()
+        ctrs.append(sim._st.ctr.copy())
+    assert (ctrs[0] == ctrs[1]).all()
+    assert ctrs[0][:, K.C_WB_FIRST].sum() > 0  # first writebacks were counted
 
 
 def test_simulate_over_generator_equals_feed():

@@ -96,7 +96,10 @@ EV_STORE = 1  # a store forwarded by a no-write-allocate level, with its bytes
 EV_NT = 2  # a non-temporal store: invalidate every copy
 EV_RFO = 6  # a read for ownership
 EV_WB = 7  # a writeback of a dirty line
-EV_NTC = 8  # a non-temporal store carrying a dirty copy from above
+EV_NTC = 3  # a non-temporal store carrying a dirty copy from above
+#: Added to a lookup's kind (``EV_LOAD``, ``EV_STORE``, ``EV_RFO``) by a classified pass
+#: in ``carry_new`` mode: the line's first event at the level below (see :func:`level_pass`).
+EV_NEW = 8
 # Events below L1 are packed in one int64: ``line << EV_BITS | kind``.
 EV_BITS = 4
 EV_MASK = (1 << EV_BITS) - 1
@@ -339,7 +342,7 @@ def _make_level_pass(CLASSIFY, TOP):
     """
 
     @njit(**JIT)
-    def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, out, nout):
+    def level_pass(lvl, src, shift, size, kind, start, geo, st, fl, sh, emit, carry_new, out, nout):
         """Run events ``start..`` through level ``lvl``; append what it sends below to ``out``.
 
         At L1 (``TOP``) the events are the trace itself (``src`` holds byte
@@ -354,6 +357,20 @@ def _make_level_pass(CLASSIFY, TOP):
         ``docs/cache-model.md``: a level's behaviour depends on nothing but its
         own stream of events, so levels can be simulated one after the other, a
         chunk at a time.
+
+        ``carry_new`` (a classified single-core hierarchy of plain levels, every
+        level fed only by the one above): a level's lookups reach the level below
+        exactly when they miss, so a line is seen at a level below exactly when it
+        has been seen at the one above, and a lookup that is the line's first at
+        L1 is its first at every level it reaches. L1 then marks the requests of
+        its compulsory misses with ``EV_NEW``, the levels below pass the mark on
+        with the request and take a marked miss as compulsory and an unmarked one
+        (missing the shadow too) as capacity: only L1 reads and sets the "seen"
+        bits. Otherwise every level keeps its own.
+
+        A dirty victim's first-writeback test is deferred by four victims (its
+        flag word is fetched meanwhile); the tests commute, and every pending one
+        is done before the pass returns.
 
         Returns ``(index reached, events emitted)``; the index is ``len(src)``
         unless the classification tables must grow first (the driver grows them
@@ -403,6 +420,9 @@ def _make_level_pass(CLASSIFY, TOP):
         misses = 0
         wa_fills = 0
         wb_out = 0
+        # Flag words of the last dirty victims, newest first, their first-writeback
+        # tests pending (-1: none).
+        wb0 = wb1 = wb2 = wb3 = -1
         stop = n
         for i in range(start, n):
             if CLASSIFY:
@@ -434,6 +454,10 @@ def _make_level_pass(CLASSIFY, TOP):
                 e = src[_u(i)]
                 line = e >> EV_BITS
                 t = e & EV_MASK
+            new = 0
+            if CLASSIFY and not TOP and t >= EV_NEW:
+                new = EV_NEW
+                t -= EV_NEW
             base = off + (line & mask if mask >= 0 else line % nsets) * ways
             if t == EV_LOAD or t == EV_STORE or t == EV_RFO:  # noqa: SIM109 (plain compares for Numba)
                 lookups += 1
@@ -461,11 +485,15 @@ def _make_level_pass(CLASSIFY, TOP):
                     if sh_hit:
                         # The shadow holds only lines this level has seen: a conflict.
                         cls = 2
+                    elif carry_new and not TOP:
+                        cls = 0 if new else 1
                     else:
                         fi = _flag_index_b(fl, line, pt_bits)
                         bit = np.int64(1) << (SEEN_BIT0 + lvl)
                         if (fl.pages[_u(fi)] & bit) == 0:
                             fl.pages[_u(fi)] |= bit
+                            if carry_new:
+                                new = EV_NEW
                         else:
                             cls = 1
                     ctr[lvl, C_COMP + cls] += 1
@@ -477,30 +505,34 @@ def _make_level_pass(CLASSIFY, TOP):
                     if CLASSIFY:
                         ctr[lvl, C_FWD_COMP_BYTES + cls] += sz
                     if emit:
-                        nout = _emit_sized(out, nout, line, EV_STORE, sz)
+                        nout = _emit_sized(out, nout, line, EV_STORE + new, sz)
                     continue
                 if t == EV_LOAD:
                     if CLASSIFY:
                         ctr[lvl, C_LOAD_COMP + cls] += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_LOAD)
+                        nout = _emit(out, nout, line, EV_LOAD + new)
                 else:
                     wa_fills += 1
                     if emit:
-                        nout = _emit(out, nout, line, EV_RFO)
+                        nout = _emit(out, nout, line, EV_RFO + new)
                 if victim >= 0 and (victim & 1):
                     wb_out += 1
                     if CLASSIFY:
                         fi = _flag_index_b(fl, victim >> 1, pt_bits)
-                        _count_first_writeback(ctr, fl, lvl, fi)
+                        _prefetch(fl.pages, fi)
+                        if wb3 >= 0:
+                            _count_first_writeback(ctr, fl, lvl, wb3)
+                        wb3, wb2, wb1, wb0 = wb2, wb1, wb0, fi
                     if emit:
                         nout = _emit(out, nout, victim >> 1, EV_WB)
             elif t == EV_WB:
                 # A writeback from above: a write, not a lookup; allocates without a fill.
                 ctr[lvl, C_WB_IN] += 1
                 if CLASSIFY:
-                    fi = _flag_index_b(fl, line, pt_bits)
-                    fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
+                    if not carry_new:
+                        fi = _flag_index_b(fl, line, pt_bits)
+                        fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                     _, sh_head, sh_tail, sh_live, sh_mru = _sh_touch_r(
                         sh, lvl, sh_tab, sh_q, sh_tbase, sh_bits, sh_qo, sh_qcap, sh_cap,
                         sh_head, sh_tail, sh_live, sh_mru, line, True,
@@ -510,7 +542,10 @@ def _make_level_pass(CLASSIFY, TOP):
                     wb_out += 1
                     if CLASSIFY:
                         fi = _flag_index_b(fl, victim >> 1, pt_bits)
-                        _count_first_writeback(ctr, fl, lvl, fi)
+                        _prefetch(fl.pages, fi)
+                        if wb3 >= 0:
+                            _count_first_writeback(ctr, fl, lvl, wb3)
+                        wb3, wb2, wb1, wb0 = wb2, wb1, wb0, fi
                     if emit:
                         nout = _emit(out, nout, victim >> 1, EV_WB)
             else:
@@ -518,7 +553,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 carry = t == EV_NTC
                 if carry:
                     ctr[lvl, C_WB_IN] += 1
-                    if CLASSIFY:
+                    if CLASSIFY and not carry_new:
                         fi = _flag_index_b(fl, line, pt_bits)
                         fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                 p = _find(tags, base, ways, line)
@@ -537,6 +572,9 @@ def _make_level_pass(CLASSIFY, TOP):
                     nout = _emit(out, nout, line, EV_NTC if carry else EV_NT)
         if CLASSIFY:
             _sh_store_meta(sh, lvl, sh_head, sh_tail, sh_live, sh_mru)
+            for fi in (wb0, wb1, wb2, wb3):
+                if fi >= 0:
+                    _count_first_writeback(ctr, fl, lvl, fi)
         ctr[lvl, C_LOOKUPS] += lookups
         ctr[lvl, C_MISSES] += misses
         ctr[lvl, C_WA_FILLS] += wa_fills

@@ -132,6 +132,9 @@ class Simulator(GeneratedFeed):
         self._flip = 0
         # Policies other than NINE run access by access, on one thread (_policy_kernels).
         self._nine = hierarchy.plain
+        # Plain levels, one core: L1 alone tells a line's first event at every level
+        # (K.level_pass, ``carry_new``).
+        self._carry_new = self.classify and self._nine
         self._pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in hierarchy.levels])
         self._act = np.zeros((2, len(hierarchy.levels)), dtype=np.int64)
         self._pf = PFK.new_prefetch(hierarchy.levels, hierarchy.line_bits)  # docs: "Prefetchers"
@@ -322,7 +325,7 @@ class Simulator(GeneratedFeed):
         while i < src.shape[0]:
             i, nout = level_pass(
                 lvl, src, shift, size, kind, i, self._geo, self._st, self._fl, self._sh,
-                emit, out, nout,
+                emit, self._carry_new, out, nout,
             )  # fmt: skip
             if i < src.shape[0]:
                 self._grow_flags(1)
