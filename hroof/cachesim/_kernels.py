@@ -368,9 +368,10 @@ def _make_level_pass(CLASSIFY, TOP):
         (missing the shadow too) as capacity: only L1 reads and sets the "seen"
         bits. Otherwise every level keeps its own.
 
-        A dirty victim's first-writeback test is deferred by four victims (its
-        flag word is fetched meanwhile); the tests commute, and every pending one
-        is done before the pass returns.
+        Below L1, a dirty victim's first-writeback test is deferred by four
+        victims (its flag word is fetched meanwhile); the tests commute, and every
+        pending one is done before the pass returns. At L1 it is made at once: the
+        four registers cost the hit path more than the wait saves there.
 
         Returns ``(index reached, events emitted)``; the index is ``len(src)``
         unless the classification tables must grow first (the driver grows them
@@ -393,7 +394,8 @@ def _make_level_pass(CLASSIFY, TOP):
         # shadow table or flag pages are there already.
         pf_set = CLASSIFY and nsets * ways >= PF_MIN_WORDS
         pf_sh = CLASSIFY and (2 << sh.tbits[lvl]) >= PF_MIN_WORDS
-        big_fl = CLASSIFY and fl.pages.shape[0] >= 8 * PF_MIN_WORDS
+        # (Below L1 with carry_new, a lookup reads no flag word: nothing to prefetch.)
+        big_fl = CLASSIFY and fl.pages.shape[0] >= 8 * PF_MIN_WORDS and (TOP or not carry_new)
         # Flag words are read on misses and writebacks only: prefetch them while the
         # level misses often (more than 1 in PF_MISS_RATE events of the last window).
         pf_fl = False
@@ -520,10 +522,13 @@ def _make_level_pass(CLASSIFY, TOP):
                     wb_out += 1
                     if CLASSIFY:
                         fi = _flag_index_b(fl, victim >> 1, pt_bits)
-                        _prefetch(fl.pages, fi)
-                        if wb3 >= 0:
-                            _count_first_writeback(ctr, fl, lvl, wb3)
-                        wb3, wb2, wb1, wb0 = wb2, wb1, wb0, fi
+                        if TOP:
+                            _count_first_writeback(ctr, fl, lvl, fi)
+                        else:
+                            _prefetch(fl.pages, fi)
+                            if wb3 >= 0:
+                                _count_first_writeback(ctr, fl, lvl, wb3)
+                            wb3, wb2, wb1, wb0 = wb2, wb1, wb0, fi
                     if emit:
                         nout = _emit(out, nout, victim >> 1, EV_WB)
             elif t == EV_WB:
@@ -542,7 +547,7 @@ def _make_level_pass(CLASSIFY, TOP):
                     wb_out += 1
                     if CLASSIFY:
                         fi = _flag_index_b(fl, victim >> 1, pt_bits)
-                        _prefetch(fl.pages, fi)
+                        _prefetch(fl.pages, fi)  # (no writeback reaches L1: never TOP)
                         if wb3 >= 0:
                             _count_first_writeback(ctr, fl, lvl, wb3)
                         wb3, wb2, wb1, wb0 = wb2, wb1, wb0, fi
