@@ -12,6 +12,9 @@ count, which cost ten times more than the cache lookup itself (measured:
 helpers are also inlined at Numba-IR level (``INLINE``).
 """
 
+import os
+from pathlib import Path
+
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 INLINE = {**JIT, "inline": "always"}
 
@@ -112,3 +115,49 @@ def resolve_lazy() -> None:
         for key, value in list(space.items()):
             if isinstance(value, LazyJit) and value._dispatcher is not None:
                 space[key] = value._dispatcher
+
+
+#: The index files Numba keeps beside a module's sources (``cache=True``), and the file in
+#: which :func:`drop_stale_caches` records the sources they were compiled from.
+_NUMBA_CACHE_SUFFIXES = (".nbi", ".nbc")
+_STAMP = "hroof-kernels.stamp"
+
+
+def drop_stale_caches(directory: str | os.PathLike, names: tuple[str, ...]) -> bool:
+    """Remove Numba's cached kernels of the package in ``directory`` when any of its kernel
+    sources ``names`` changed since they were compiled; return True if it removed any.
+
+    Numba checks a cached function against its own source file only, but a kernel here
+    calls and inlines kernels of the other modules (:data:`INLINE`), and its cached
+    machine code holds theirs: after a change to ``_shadow_kernels.py`` alone, the level
+    passes of ``_kernels.py`` would load from the cache with the old shadow built in and
+    misread the new tables. So the modification times and sizes of all the kernel
+    sources, which Numba compares one file at a time, are compared together. Only the
+    default cache beside the sources is handled (not a ``NUMBA_CACHE_DIR``); a
+    directory that cannot be written is left alone. No Numba import: a few ``stat`` calls.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return False
+    root = Path(directory)
+    cache = root / "__pycache__"
+    try:
+        stamp = "\n".join(
+            f"{n} {st.st_mtime_ns} {st.st_size}" for n in sorted(names)
+            for st in [(root / n).stat()]
+        )  # fmt: skip
+        path = cache / _STAMP
+        if path.is_file() and path.read_text() == stamp:
+            return False
+        removed = False
+        if cache.is_dir():
+            for f in cache.iterdir():
+                if f.suffix in _NUMBA_CACHE_SUFFIXES:
+                    f.unlink(missing_ok=True)
+                    removed = True
+        cache.mkdir(exist_ok=True)
+        tmp = cache / f"{_STAMP}.{os.getpid()}"
+        tmp.write_text(stamp)
+        tmp.replace(path)
+        return removed
+    except OSError:
+        return False
