@@ -182,13 +182,14 @@ def test_queue_floor_of_a_larger_shadow_compacts_exactly():
 
 
 def test_table_sizes_by_capacity():
-    # Up to SPARSE_CAP lines, at least 4 pairs a line; above, at least 2 (powers of two),
-    # and two buckets of 4 pairs at least.
+    # Up to SMALL_CAP lines, at least 8 pairs a line; up to SPARSE_CAP, 4; above, 2
+    # (powers of two), and two buckets of 4 pairs at least.
     c = S.SPARSE_CAP
-    sh = S.new_shadow([1, 768, c, c + 1])
+    sh = S.new_shadow([1, 768, S.SMALL_CAP + 1, c, c + 1])
     pairs = (1 << sh.tbits).tolist()
-    # 1 line: 8 pairs (the least); 768: 3072 -> 4096; c: 4c; c + 1: 2c + 2 -> 4c.
-    assert pairs == [8, 4096, 4 * c, 4 * c]
+    # 1 line: 8 pairs (the least); 768: 6144 -> 8192; SMALL_CAP + 1: 4 x that -> 8 x
+    # SMALL_CAP; c: 4c; c + 1: 2c + 2 -> 4c.
+    assert pairs == [8, 8192, 8 * S.SMALL_CAP, 4 * c, 4 * c]
     assert (1 << int(S.new_shadow([2 * c]).tbits[0])) == 4 * c  # 2 pairs a line
     # Each bucket is one 64-byte line of the host's cache, whatever numpy gave.
     assert sh.tab.ctypes.data % 64 == 0
@@ -207,14 +208,14 @@ def _same_home(bits, home, n):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_overflow_chains_past_full_buckets(seed):
-    # 14 lines of the last bucket and 4 of the first, in a shadow of 12 lines (64 pairs,
-    # 16 buckets): insertions spill up to three buckets on, wrapping around to bucket 0;
+    # 14 lines of the last bucket and 4 of the first, in a shadow of 12 lines (128 pairs,
+    # 32 buckets): insertions spill up to three buckets on, wrapping around to bucket 0;
     # evictions and drops empty pairs in the middle of a chain, and every lookup must
     # still find or miss its line as the twin does (check_shadow recounts the overflow
     # counts after every op).
     cap = 12
     bits = int(S.new_shadow([cap]).tbits[0])
-    assert bits == 6
+    assert bits == 7
     last = (1 << (bits - 2)) - 1
     pool = _same_home(bits, last, 14) + _same_home(bits, 0, 4)
     rng = np.random.default_rng(80 + seed)
