@@ -99,6 +99,11 @@ PREFETCH_AHEAD = 8
 #: 1/4: measured alone on random lines, 17 against 9 ns a reference for 32 Ki lines, 47
 #: against 33 for 512 Ki (``bench/RESULTS.md``, "Classification at 1x on random lines").
 SPARSE_CAP = 1 << 20
+#: ... and those of up to ``SMALL_CAP`` lines (a 256 KiB level, an L1) 8 pairs a line: more
+#: of their lines sit in the first pair of their bucket, where a hit is found with one
+#: compare (on the reference stream's lines, alone: 3.6 against 3.9 ns a reference for 768
+#: lines), for at most 512 KiB of table.
+SMALL_CAP = 1 << 12
 
 
 #: A table value is a queue slot (below 2**V_SHIFT: a queue holds fewer than 2**32 slots)
@@ -111,13 +116,6 @@ V_COUNT = ~V_SLOT
 #: A queue slot holds the index of its line's pair in the level's table (which never
 #: moves while the line is held), or ``TOMB``.
 TOMB = np.uint32(0xFFFFFFFF)
-
-
-#: ... and those of up to ``SMALL_CAP`` lines (a 256 KiB level, an L1) 8 pairs a line: more
-#: of their lines sit in the first pair of their bucket, where a hit is found with one
-#: compare (on the reference stream's lines, alone: 3.6 against 3.9 ns a reference for 768
-#: lines), for at most 256 KiB of table.
-SMALL_CAP = 1 << 12
 
 
 def _table_factor(cap: int) -> int:
