@@ -206,17 +206,10 @@ def _in_bucket(tab, b, key):
 @njit(**INLINE)
 def _line_in_bucket(tab, b, line):
     """:func:`_in_bucket` for a held line: the first pair, where most lines are, with a
-    branch (a hit-dominated stream finds it there), then the other three without."""
+    branch (a hit-dominated stream finds it there), then all four without."""
     if tab[_u(b)] == line:
         return b
-    r = -1
-    if tab[_u(b + 6)] == line:
-        r = b + 6
-    if tab[_u(b + 4)] == line:
-        r = b + 4
-    if tab[_u(b + 2)] == line:
-        r = b + 2
-    return r
+    return _in_bucket(tab, b, line)
 
 
 @njit(**INLINE)
