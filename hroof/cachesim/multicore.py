@@ -125,7 +125,7 @@ class _Passes:
         i = nout = 0
         while i < n:
             args = (lvl, src, shift, size, kind, i, sim._geo, st, sim._fl, sim._sh,
-                    self.emit[lvl], False, out, nout)  # fmt: skip
+                    self.emit[lvl], sim._carry_new, out, nout)  # fmt: skip
             entry = self.entries[lvl]
             if entry is None:
                 entry = self.entries[lvl] = _entry(self.fns[lvl], args)
@@ -294,7 +294,7 @@ class MultiSimulator:
         self._sims = [Simulator(private, classify=classify) for _ in range(cores)]
         for sim in (*self._sims, self._result_sim):
             # The shared levels see every core's lines: each level keeps its own "seen"
-            # bits (the passes run with carry_new off, _Passes.run).
+            # bits (_Passes.run passes this on to the level passes).
             sim._carry_new = False
         self._passes = [_Passes(sim) for sim in self._sims]
         self._shared = self._result_sim if s < self.nlev else None
