@@ -11,8 +11,8 @@ L3 32 MiB/16-way, 64-byte lines; the bundled machine ``generic``):
   256 MiB, 3 loads then 1 store (seeded).
 
 Per stream, interleaved rounds (best kept; the machine is a noisy shared
-2-core VM): hroof through the API with classification off (1 and 2 threads)
-and on; hroof fed the arrays the npz reader hands out (uint64 addresses,
+2-core VM): hroof through the API with classification off and on (1 and 2
+threads each); hroof fed the arrays the npz reader hands out (uint64 addresses,
 uint32 sizes); pycachesim's ``loadstore`` on ready lists; the C reference
 ``bench/lru_ref.c`` (compiled here with the system compiler, ``-O3
 -march=native``; its own clock, simulation only). Then once per stream:
@@ -102,12 +102,14 @@ def run_hroof(h, chunks, **kw):
         sim.feed(*c)
     r = sim.finish()
     t = time.perf_counter() - t0
-    if kw.get("classify"):
+    if kw.get("classify") and kw.get("threads", 1) == 1:
         CLASSIFY_BYTES.update(
             flags=sum(a.nbytes for a in sim._fl),
             shadows=sum(a.nbytes for a in sim._sh),
             capacity_lines=sum(lv.lines for lv in h.levels),
         )
+    elif kw.get("classify"):  # the levels below L1 keep their own flag words
+        CLASSIFY_BYTES["flags_2t"] = sum(a.nbytes for a in (*sim._fl, *sim._fl_lo))
     return t, r
 
 
@@ -196,6 +198,7 @@ def bench_stream(name, h, exe, tmp, args) -> bool:
         "hroof API, classify off": (api, {"classify": False}),
         "hroof API, classify off, 2 threads": (api, {"classify": False, "threads": 2}),
         "hroof API, classify on": (api, {"classify": True}),
+        "hroof API, classify on, 2 threads": (api, {"classify": True, "threads": 2}),
         "hroof API fed npz arrays (u64/u32), classify off": (from_npz, {"classify": False}),
     }
     best: dict[str, float] = {}
@@ -258,7 +261,8 @@ def bench_stream(name, h, exe, tmp, args) -> bool:
         f"classification state: flag pages {cb['flags'] / 2**20:.1f} MiB = "
         f"{cb['flags'] / distinct:.2f} B per distinct line ({distinct} lines); shadows "
         f"{cb['shadows'] / 2**20:.1f} MiB = {cb['shadows'] / cb['capacity_lines']:.1f} B per "
-        "line of capacity"
+        f"line of capacity; two threads: flag pages {cb['flags_2t'] / 2**20:.1f} MiB = "
+        f"{cb['flags_2t'] / distinct:.2f} B per distinct line"
     )
     print(f"counts per level (lookups, misses, wb in, wb out), equal to C: {ok}: {c_levels}")
     if pyc:

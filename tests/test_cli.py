@@ -217,7 +217,11 @@ def test_two_threads_same_counts(capsys, mixed, two_levels):
         capsys, "--trace", mixed["npz"], "--machine", two_levels, "--no-classify", "--threads", 2
     )
     assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
-    assert_bad(capsys, ["simulate", "--trace", mixed["npz"], "--threads", 2], "--no-classify")
+    one = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels)
+    two = sim_json(capsys, "--trace", mixed["npz"], "--machine", two_levels, "--threads", 2)
+    assert two["options"]["threads"] == 2 and one["options"]["threads"] == 1
+    assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
+    assert two["levels"][1]["misses_by_class"] is not None
     assert_bad(capsys, ["simulate", "--trace", mixed["npz"], "--threads", 3], "--threads")
 
 

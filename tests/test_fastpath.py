@@ -3,6 +3,8 @@ checked path; the timing fields; the two-thread default; set sampling on a stead
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import random_trace
@@ -10,6 +12,7 @@ from conftest import random_trace
 from hroof._base.errors import HroofError
 from hroof.cachesim import HierarchyConfig, LevelConfig, SimResult, Simulator, simulate
 from hroof.cachesim import _stream_kernels as SK
+from hroof.machine.model import resolve_machine
 from hroof.studies.runs import TWO_THREADS_FROM, auto_threads, own_generator, simulate_kernel
 from hroof.traces import kernels, plan_kernel
 
@@ -127,17 +130,24 @@ def test_auto_threads(monkeypatch):
     big = TWO_THREADS_FROM
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 1.0, 1.0))
-    assert auto_threads(big, H, classify=False) == 1  # the second CPU is busy
+    assert auto_threads(big, H) == 1  # the second CPU is busy
     monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 1.0, 1.0))
-    assert auto_threads(big, H, classify=False) == 2
+    assert auto_threads(big, H) == 2
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
-    assert auto_threads(big, H, classify=False) == 1
+    assert auto_threads(big, H) == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert auto_threads(big - 1, H, classify=False) == 1
-    assert auto_threads(big, H, classify=True) == 1
+    assert auto_threads(big - 1, H) == 1
     one_level = HierarchyConfig((LevelConfig("L1", 1024, 2, 64),))
-    assert auto_threads(big, one_level, classify=False) == 1
-    assert auto_threads(big, H.with_inclusion("exclusive"), classify=False) == 1
+    assert auto_threads(big, one_level) == 1
+    assert auto_threads(big, H.with_inclusion("exclusive")) == 1  # L1 gets L2's dirt
+    assert auto_threads(big, H.with_inclusion("inclusive")) == 1  # L3 evicts L1's copies
+    l3_exclusive = HierarchyConfig((*H.levels[:2], replace(H.levels[2], inclusion="exclusive")))
+    assert auto_threads(big, l3_exclusive) == 2  # L1 a plain pass on the policy path
+    assert auto_threads(big, resolve_machine("skylake-sp")) == 2  # the default machine
+    l2_stride = HierarchyConfig((H.levels[0], replace(H.levels[1], prefetch="stride"), H.levels[2]))
+    assert auto_threads(big, l2_stride) == 2
+    l1_stride = HierarchyConfig((replace(H.levels[0], prefetch="stride"), *H.levels[1:]))
+    assert auto_threads(big, l1_stride) == 1
 
 
 def test_two_threads_same_counts_and_said():
@@ -235,4 +245,4 @@ def test_cli_text_trace_without_classification_runs(tmp_path, capsys):
     path.write_text("".join(f"0 {64 * i:x} 8\n" for i in range(100)))
     assert main(["simulate", "--trace", str(path), "--no-classify", "-q"]) == 0
     assert "two threads" not in capsys.readouterr().out
-    assert auto_threads(None, H, classify=False) == 1
+    assert auto_threads(None, H) == 1

@@ -92,6 +92,22 @@ def test_the_output_buffer_fills_within_a_chunk(monkeypatch):
     )
 
 
+@pytest.mark.parametrize("hname", sorted(HIER))
+@pytest.mark.parametrize("classify", [True, False])
+def test_generated_two_threads(hname, classify, monkeypatch):
+    """threads=2 on every simulator path: L1 beside the levels below where L1 is a plain
+    pass (the plain levels, the split policy path), one thread elsewhere (said in the
+    result); the counts of one thread, fed the checked chunks."""
+    monkeypatch.setattr(G, "BLOCK", 96)
+    h = HIER[hname]
+    plan = plan_kernel("stencil7", n=10)
+    two = counts(simulate_kernel(plan, h, classify=classify, threads=2, chunk_size=333))
+    assert two.pop("options")["threads"] == (2 if hname in ("nine", "exclusive", "prefetch") else 1)
+    one = checked(plan, h, 333, classify=classify)
+    one.pop("options")
+    assert one == two
+
+
 @pytest.mark.parametrize("machine", ["skylake-sp", "generic", "zen4"])
 @pytest.mark.parametrize("classify", [True, False])
 def test_machine_presets(machine, classify, monkeypatch):
@@ -110,9 +126,13 @@ def test_two_threads_no_flush_steady_and_cores(name, monkeypatch):
     monkeypatch.setattr(G, "BLOCK", 50)
     h = HIER["nine"]
     plan = plan_kernel(name, **SMALL[name])
-    two = simulate_kernel(plan, h, classify=False, threads=2, chunk_size=300)
-    assert two.threads == 2
-    assert counts(two) == checked(plan, h, 300, classify=False, threads=2)
+    for classify in (False, True):
+        two = simulate_kernel(plan, h, classify=classify, threads=2, chunk_size=300)
+        assert two.threads == 2
+        assert counts(two) == checked(plan, h, 300, classify=classify, threads=2)
+        one = checked(plan, h, 300, classify=classify)
+        assert one.pop("options")["threads"] == 1
+        assert one == {k: v for k, v in counts(two).items() if k != "options"}
     no_flush = simulate_kernel(plan, h, classify=True, flush=False, chunk_size=300)
     assert counts(no_flush) == checked(plan, h, 300, classify=True, flush=False)
     if name != "spmv":  # spmv has no warm-up sweeps
@@ -121,6 +141,11 @@ def test_two_threads_no_flush_steady_and_cores(name, monkeypatch):
         assert counts(simulate_kernel(steady, h, classify=True, chunk_size=300)) == checked(
             steady, h, 300, classify=True
         )
+        two = counts(simulate_kernel(steady, h, classify=True, threads=2, chunk_size=300))
+        assert two.pop("options")["threads"] == 2
+        one = checked(steady, h, 300, classify=True)
+        one.pop("options")
+        assert one == two
     if name == "spmv":
         return  # no outer loop to split across cores
     a = simulate_kernel(plan, h, classify=True, cores=2, chunk_size=300)

@@ -30,9 +30,12 @@ def levels_of(pols, pfs, geoms):
     return out
 
 
-def run(levels, addr, size, kind, *, split, classify, flush, chunk):
-    """The result (less its timing) and the split level used; ``chunk`` accesses a feed."""
-    sim = Simulator(hierarchy(*levels), classify=classify)
+def run(levels, addr, size, kind, *, split, classify, flush, chunk, threads=1):
+    """The result (less its timing and options) and the split level used; ``chunk``
+    accesses a feed; ``threads=2``: L1 beside the levels below where the hierarchy
+    pipelines (said in the result)."""
+    h = hierarchy(*levels)
+    sim = Simulator(h, classify=classify, threads=threads)
     if not split:
         sim._split = 0
     for lo in range(0, len(addr), chunk):
@@ -40,6 +43,7 @@ def run(levels, addr, size, kind, *, split, classify, flush, chunk):
     sim.check_invariants()
     d = sim.finish(flush=flush).to_dict()
     del d["timing"]
+    assert d.pop("options")["threads"] == (2 if threads == 2 and h.pipelines else 1)
     return d, sim._split
 
 
@@ -80,7 +84,8 @@ GEOMS3 = [
 def test_split_equals_access_by_access(geom, pols, where):
     """Every policy pair at L2 and L3, with no prefetcher or each one at L2 or L3: the split
     path equals the access-by-access one counter for counter, classification on and off,
-    flush on and off, fed in one chunk or in chunks of 1, 7 and 100 accesses."""
+    flush on and off, fed in one chunk or in chunks of 1, 7 and 100 accesses; and so does
+    the split path with L1 on a thread of its own (``threads=2``)."""
     seed = 1000 * geom + 10 * POLICIES.index(pols[0]) + POLICIES.index(pols[1])
     rng = np.random.default_rng(seed + 100 * ["none", "L2", "L3"].index(where))
     addr, size, kind = random_trace(rng, 500, lines=50, p=(0.55, 0.4, 0.05))
@@ -102,6 +107,8 @@ def test_split_equals_access_by_access(geom, pols, where):
             pure, _ = run(levels, addr, size, kind, split=False, **args)
             assert t == split_level(hierarchy(*levels).levels)
             assert split == pure, (pols, pfs, classify, flush, chunk, t)
+            two, _ = run(levels, addr, size, kind, split=True, threads=2, **args)
+            assert two == pure, (pols, pfs, classify, flush, chunk, t, "threads=2")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -123,6 +130,7 @@ def test_split_two_plain_levels_on_top(seed):
             args = dict(classify=classify, flush=True, chunk=chunk)
             split, _ = run(levels, addr, size, kind, split=True, **args)
             assert split == pure
+            assert run(levels, addr, size, kind, split=True, threads=2, **args)[0] == pure
         results.append(pure)
     assert results[0]["levels"][3]["victims_in"] > 0
 
@@ -140,3 +148,7 @@ def test_split_flag_pages_grow_mid_chunk():
     split, t = run(levels, addr, size, kind, split=True, classify=True, flush=True, chunk=n)
     pure, _ = run(levels, addr, size, kind, split=False, classify=True, flush=True, chunk=n)
     assert t == 1 and split == pure
+    for chunk in (n, 333):  # L1's flag words and the levels below's grow on two threads
+        two, _ = run(levels, addr, size, kind, split=True, classify=True, flush=True,
+                     chunk=chunk, threads=2)  # fmt: skip
+        assert two == pure

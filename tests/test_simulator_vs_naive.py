@@ -180,28 +180,54 @@ def test_bad_chunks_rejected_before_any_state_changes(addr, size, kind, match):
     assert sim.finish().levels[0].misses == 1
 
 
+@pytest.mark.parametrize("classify", [False, True])
 @pytest.mark.parametrize("spec", [GEOMETRIES[9], GEOMETRIES[11], GEOMETRIES[12]])
-def test_two_threads_same_result(spec):
-    """The pipelined mode (L1 on one thread, the levels below on another) is exact."""
+def test_two_threads_same_result(spec, classify):
+    """The pipelined mode (L1 on one thread, the levels below on another) is exact, with
+    classification too (each thread's own flag words, grown mid-chunk on both threads:
+    the sparse lines open a flag page each, past the 64 a simulator starts with)."""
     h = levels_from(spec, 64)
     rng = np.random.default_rng(5)
     addr, size, kind = random_trace(rng, 3000, lines=200, p=(0.5, 0.4, 0.1))
-    for chunks in (1, 7, 40):
-        parts = np.array_split(np.arange(len(addr)), chunks)
-        sims = [Simulator(h, classify=False, threads=t) for t in (1, 2)]
-        for part in parts:
-            for sim in sims:
-                sim.feed(addr[part], size[part], kind[part])
-        one, two = (sim.finish().to_dict() for sim in sims)
-        assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
+    # up to 400 flag pages, 8 lines of various sets in each
+    sparse = rng.choice(400, 3000) * (K.PAGE * 64 * 3) + rng.integers(0, 8, 3000) * 64
+    for a in (addr, sparse):
+        for chunks in (1, 7, 40):
+            parts = np.array_split(np.arange(len(a)), chunks)
+            sims = [Simulator(h, classify=classify, threads=t) for t in (1, 2)]
+            assert sims[1].threads == 2 and (sims[1]._fl_lo is not None) == classify
+            for part in parts:
+                for sim in sims:
+                    sim.feed(a[part], size[part], kind[part])
+            one, two = (sim.finish().to_dict() for sim in sims)
+            assert two["options"]["threads"] == 2
+            assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
 
 
-def test_two_threads_need_classification_off():
+def test_two_threads_flush_opens_flag_pages():
+    """With two threads the levels below L1 keep their own flag words, opened by
+    writebacks only: the flush's first writebacks open pages too (300 dirty lines, each
+    on its own page, past the 64 pages a simulator starts with), and the flag words grow
+    for them."""
+    h = levels_from([(2, 2, True), (64, 8, True), (128, 8, True)], 64)
+    lines = np.arange(300) * (K.PAGE + 1)
+    addr = np.concatenate([lines, lines]) * 64
+    size = np.full(addr.shape, 8)
+    kind = np.repeat(np.array([1, 0], dtype=np.uint8), 300)
+    sims = [Simulator(h, threads=t) for t in (1, 2)]
+    for sim in sims:
+        sim.feed(addr, size, kind)
+    one, two = (sim.finish().to_dict() for sim in sims)
+    assert one["levels"] == two["levels"] and one["memory"] == two["memory"]
+    assert one["levels"][1]["writebacks"] == 300  # all of them at the flush
+    fl = sims[1]._fl_lo
+    assert 300 <= fl.meta[K.M_NPAGES] <= fl.pages.shape[0] // K.PAGE
+
+
+def test_two_threads_only_one_or_two():
     from hroof._base.errors import HroofError
 
     h = levels_from([(2, 2, True), (4, 2, True)], 64)
-    with pytest.raises(HroofError, match="threads=2 needs classify=False"):
-        Simulator(h, threads=2)
     with pytest.raises(HroofError, match="threads must be 1 or 2"):
         Simulator(h, classify=False, threads=4)
 

@@ -126,12 +126,10 @@ class GeneratedFeed:
         if out is None or nout == 0:
             return 0
         ev, size = out.ev[:nout], out.size[:nout]
-        if not self._nine:
+        if self._pool is not None:
+            self._submit(ev, size)
+        elif not self._nine:
             self._run_split(1, ev, 0, size, _NO_KIND)
-        elif self._pool is None:
-            self._run_levels(1, ev, 0, size, _NO_KIND)
         else:
-            self._wait()
-            self._pending = self._pool.submit(self._run_levels, 1, ev, 0, size, _NO_KIND)
-            self._flip ^= 1
+            self._run_levels(1, ev, 0, size, _NO_KIND)
         return 0

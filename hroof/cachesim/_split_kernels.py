@@ -84,49 +84,11 @@ from hroof.cachesim._prefetch_kernels import (
     touch,
 )
 from hroof.cachesim._shadow_kernels import _hash
+from hroof.cachesim.config import split_level  # noqa: F401 (the simulator's, and tests')
 
 #: How many events ahead the victim of the top level's fill is read (its set was
 #: prefetched ``PREFETCH_AHEAD`` events ahead).
 HALF_AHEAD = PREFETCH_AHEAD // 2
-
-
-def split_level(levels) -> int:
-    """How many top levels run as plain level passes (0: none, all access by access).
-
-    ``levels`` are ``LevelConfig`` objects. Levels ``0 .. t - 1`` can run on
-    their own, before the levels below see anything, when nothing below them
-    ever changes them or the order of what reaches them:
-
-    * each of them is NINE without a prefetcher (a prefetcher inserts at its
-      own level, and the plain passes have none);
-    * no level is inclusive: an inclusive level's eviction drops the copies
-      above it, L1's included;
-    * level ``t`` is NINE (it may prefetch): an exclusive level hands a line's
-      dirty bit up to the nearest level above it that allocates, and an
-      exclusive or victim level takes the clean victims of the level above,
-      which a plain pass does not send. Below a NINE level ``t`` the dirty bit
-      stops at ``t`` or lower (a read allocates at every NINE level it
-      misses; a forwarded store never takes a dirty bit up), and the clean
-      victims of ``t - 1`` go nowhere;
-    * with a prefetcher anywhere, ``t`` is at most 1: the prefetchers of an
-      access run after the writebacks of that access, and only L1's output
-      says which those are (a request, then the writeback of its fill's
-      victim right after it, if any); below L1 a writeback may belong to the
-      next access.
-    """
-    nlev = len(levels)
-    if any(lv.inclusion == "inclusive" for lv in levels):
-        return 0
-    t = 0
-    while t < nlev and levels[t].inclusion == "nine" and levels[t].prefetch == "none":
-        t += 1
-    if t == nlev:
-        return 0  # the plain model: no policy path at all
-    if levels[t].inclusion != "nine":  # exclusive or victim: its level above stays below
-        t -= 1
-    if any(lv.prefetch != "none" for lv in levels):
-        t = min(t, 1)
-    return max(t, 0)
 
 
 @njit(**INLINE)

@@ -244,6 +244,13 @@ class HierarchyConfig:
         return all(lvl.inclusion == "nine" and lvl.prefetch == "none" for lvl in self.levels)
 
     @property
+    def pipelines(self) -> bool:
+        """True if L1 can run beside the levels below on two threads (``threads=2``): two
+        levels or more, and L1 a plain pass (the plain model, or the top of the policy
+        path's plain passes: :func:`split_level`)."""
+        return len(self.levels) > 1 and (self.plain or split_level(self.levels) >= 1)
+
+    @property
     def prefetching(self) -> bool:
         """True if some level has a prefetcher."""
         return any(lvl.prefetch != "none" for lvl in self.levels)
@@ -267,6 +274,45 @@ class HierarchyConfig:
 
     def describe(self) -> str:
         return ", ".join(lvl.describe() for lvl in self.levels)
+
+
+def split_level(levels) -> int:
+    """How many top levels run as plain level passes (0: none, all access by access).
+
+    ``levels`` are ``LevelConfig`` objects. Levels ``0 .. t - 1`` can run on
+    their own, before the levels below see anything, when nothing below them
+    ever changes them or the order of what reaches them:
+
+    * each of them is NINE without a prefetcher (a prefetcher inserts at its
+      own level, and the plain passes have none);
+    * no level is inclusive: an inclusive level's eviction drops the copies
+      above it, L1's included;
+    * level ``t`` is NINE (it may prefetch): an exclusive level hands a line's
+      dirty bit up to the nearest level above it that allocates, and an
+      exclusive or victim level takes the clean victims of the level above,
+      which a plain pass does not send. Below a NINE level ``t`` the dirty bit
+      stops at ``t`` or lower (a read allocates at every NINE level it
+      misses; a forwarded store never takes a dirty bit up), and the clean
+      victims of ``t - 1`` go nowhere;
+    * with a prefetcher anywhere, ``t`` is at most 1: the prefetchers of an
+      access run after the writebacks of that access, and only L1's output
+      says which those are (a request, then the writeback of its fill's
+      victim right after it, if any); below L1 a writeback may belong to the
+      next access.
+    """
+    nlev = len(levels)
+    if any(lv.inclusion == "inclusive" for lv in levels):
+        return 0
+    t = 0
+    while t < nlev and levels[t].inclusion == "nine" and levels[t].prefetch == "none":
+        t += 1
+    if t == nlev:
+        return 0  # the plain model: no policy path at all
+    if levels[t].inclusion != "nine":  # exclusive or victim: its level above stays below
+        t -= 1
+    if any(lv.prefetch != "none" for lv in levels):
+        t = min(t, 1)
+    return max(t, 0)
 
 
 def hierarchy(*levels: LevelConfig | dict, name: str = "custom") -> HierarchyConfig:

@@ -206,7 +206,7 @@ class _Policies:
                 self.entry = _entry(self.fn, args)
             i = self.entry(*args)
             if i < n:
-                Simulator._grow_flags(self, self.room)  # grows ``self._fl``
+                self._fl = Simulator._grown(self._fl, self.room)
 
     def flush(self, cores: int, s: int) -> None:
         """Core by core its private levels from L1 down, then the shared levels."""

@@ -94,9 +94,12 @@ class Simulator(GeneratedFeed):
         traffic below each level (costs a fully-associative shadow per level
         and 1 byte per distinct line touched, up to 4 levels).
     threads : {1, 2}
-        With 2 (and ``classify=False``), L1 simulates a chunk while a second
-        thread runs the levels below on the previous one. The result is
-        exactly the same as with 1.
+        With 2, L1 simulates a chunk while a second thread runs the levels
+        below on the previous one, when L1 runs as a plain pass
+        (:attr:`HierarchyConfig.pipelines`; otherwise one thread runs). The
+        result is exactly the same as with 1. With classification the levels
+        below then keep their flag words apart from L1's (at most twice the
+        flag bytes).
 
     Notes
     -----
@@ -117,11 +120,6 @@ class Simulator(GeneratedFeed):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         if threads not in (1, 2):
             raise HroofError(f"threads must be 1 or 2, got {threads!r}")
-        if threads == 2 and classify:
-            raise HroofError(
-                "threads=2 needs classify=False (the classification tables are shared by all "
-                "levels, so the two threads cannot both write them)"
-            )
         warm_up(classify)
         self.hierarchy = hierarchy
         self.classify = bool(classify)
@@ -144,7 +142,7 @@ class Simulator(GeneratedFeed):
             PK.warm_up(self.classify)
             if self._split:
                 SPK.warm_up(self.classify)
-        if threads == 2 and len(hierarchy.levels) > 1 and self._nine:
+        if threads == 2 and hierarchy.pipelines:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
         self._threads_used = 1 if self._pool is None else 2
@@ -168,8 +166,13 @@ class Simulator(GeneratedFeed):
         # Per level, the buffer of events it sends to the level below (grown on demand).
         self._out_dummy = K.Events(*_event_arrays(1))
         self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
+        # The flag words of the levels below L1 (``_flags``): L1's own, unless the levels
+        # run on two threads, where each thread writes only its own words.
+        self._fl_lo = None
         if self.classify:
             self._fl = self._new_flags(pages=64, pt_cap=256, nlevels=nlev)
+            if self._pool is not None:
+                self._fl_lo = self._new_flags(pages=64, pt_cap=256, nlevels=nlev)
             # Set sampling feeds 1/_shadow_div of the lines: the shadows shrink alike.
             self._sh = self._new_shadow([max(1, lv.lines // _shadow_div) for lv in levels])
         else:
@@ -197,9 +200,21 @@ class Simulator(GeneratedFeed):
             raise HroofError("classification supports levels of fewer than 2**30 lines")
         return SHK.new_shadow(caps)
 
-    def _grow_flags(self, need: int) -> None:
-        """Make room for ``need`` more flag pages (and their table entries)."""
-        fl = self._fl
+    def _flags(self, lvl: int) -> K.Flags:
+        """The flag words level ``lvl`` reads and writes."""
+        return self._fl_lo if lvl and self._fl_lo is not None else self._fl
+
+    def _grow_flags(self, need: int, lvl: int = 0) -> None:
+        """Make room for ``need`` more flag pages (and their table entries) in the flag
+        words of level ``lvl``."""
+        if lvl and self._fl_lo is not None:
+            self._fl_lo = Simulator._grown(self._fl_lo, need)
+        else:
+            self._fl = Simulator._grown(self._fl, need)
+
+    @staticmethod
+    def _grown(fl: K.Flags, need: int) -> K.Flags:
+        """``fl`` with room for ``need`` more pages (the same arrays if they have it)."""
         meta = fl.meta
         pages, keys, vals = fl.pages, fl.pt_keys, fl.pt_vals
         npages = int(meta[K.M_NPAGES])
@@ -220,7 +235,7 @@ class Simulator(GeneratedFeed):
             K.rehash_pages(keys, vals, new_keys, new_vals)
             keys, vals = new_keys, new_vals
         # Page numbers never change, so the region cache stays valid.
-        self._fl = K.Flags(keys, vals, pages, meta, fl.rcache)
+        return K.Flags(keys, vals, pages, meta, fl.rcache)
 
     @property
     def accesses(self) -> int:
@@ -230,7 +245,7 @@ class Simulator(GeneratedFeed):
     @property
     def state_bytes(self) -> int:
         """Bytes held by the simulator's arrays (cache state and classification)."""
-        arrays = [*self._st, *self._fl, *self._sh]
+        arrays = [*self._st, *self._fl, *(self._fl_lo or ()), *self._sh]
         return int(sum(a.nbytes for a in arrays if isinstance(a, np.ndarray)))
 
     def check_invariants(self) -> None:
@@ -290,12 +305,12 @@ class Simulator(GeneratedFeed):
         t1 = time.perf_counter()
         self._check_s += t1 - t0
         t0 = t1
-        if not self._nine:
-            self._run_policies(addr, size, kind)
-        elif self._pool is None:
-            self._run_levels(0, addr, lb, size, kind)
-        else:
+        if self._pool is not None:
             self._run_pipelined(addr, size, kind)
+        elif not self._nine:
+            self._run_policies(addr, size, kind)
+        else:
+            self._run_levels(0, addr, lb, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
     def _feed_valid(self, addr, size, kind) -> None:
@@ -304,12 +319,12 @@ class Simulator(GeneratedFeed):
         ``addr`` int64, ``size`` int64, ``kind`` uint8, as :func:`_as_chunk` returns them.
         """
         t0 = time.perf_counter()
-        if not self._nine:
-            self._run_policies(addr, size, kind)
-        elif self._pool is None:
-            self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
-        else:
+        if self._pool is not None:
             self._run_pipelined(addr, size, kind)
+        elif not self._nine:
+            self._run_policies(addr, size, kind)
+        else:
+            self._run_levels(0, addr, self.hierarchy.line_bits, size, kind)
         self._simulate_s += time.perf_counter() - t0
 
     def _pass(self, lvl, src, shift, size, kind, out, nout=0) -> int:
@@ -324,11 +339,11 @@ class Simulator(GeneratedFeed):
         i = 0
         while i < src.shape[0]:
             i, nout = level_pass(
-                lvl, src, shift, size, kind, i, self._geo, self._st, self._fl, self._sh,
-                emit, self._carry_new, out, nout,
+                lvl, src, shift, size, kind, i, self._geo, self._st, self._flags(lvl),
+                self._sh, emit, self._carry_new, out, nout,
             )  # fmt: skip
             if i < src.shape[0]:
-                self._grow_flags(1)
+                self._grow_flags(1, lvl)
         return nout
 
     def _run_levels(self, lvl, src, shift, size, kind) -> None:
@@ -379,11 +394,11 @@ class Simulator(GeneratedFeed):
             src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
         while i < src.shape[0]:
             i = SPK.SPLIT_PASS[self.classify](
-                self._split, src, size, i, self._geo, self._st, self._fl, self._sh,
-                self._pol, self._pf, self._act[0], self._act[1],
+                self._split, src, size, i, self._geo, self._st, self._flags(self._split),
+                self._sh, self._pol, self._pf, self._act[0], self._act[1],
             )  # fmt: skip
             if i < src.shape[0]:
-                self._grow_flags(1)
+                self._grow_flags(1, self._split)
 
     def _run_pipelined(self, addr, size, kind) -> None:
         """L1 on this thread; the levels below on the worker, one chunk behind."""
@@ -392,10 +407,14 @@ class Simulator(GeneratedFeed):
             # The worker may still be reading the other buffer, never this one.
             out = self._l1_out[self._flip] = K.Events(*_event_arrays(2 * addr.shape[0]))
         nout = self._pass(0, addr, self.hierarchy.line_bits, size, kind, out)
+        self._submit(out.ev[:nout], out.size[:nout])
+
+    def _submit(self, ev, size) -> None:
+        """Run L1's events ``ev`` (sizes ``size``) through the levels below on the worker,
+        once it is done with the previous ones."""
         self._wait()
-        self._pending = self._pool.submit(
-            self._run_levels, 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND
-        )
+        below = self._run_levels if self._nine else self._run_split
+        self._pending = self._pool.submit(below, 1, ev, 0, size, _NO_KIND)
         self._flip ^= 1
 
     def _wait(self) -> None:
@@ -406,22 +425,39 @@ class Simulator(GeneratedFeed):
     def _flush(self) -> None:
         """Write back every dirty line, level by level from L1 down."""
         nlev = len(self.hierarchy.levels)
-        if not self._nine:
-            for lvl in range(nlev):
+        below = self._run_levels if self._nine else self._run_split
+        for lvl in range(nlev):
+            if not self._nine and lvl >= self._split:
+                # Below the policy path's plain top levels (nothing below changes those).
                 PK.policy_flush(
-                    lvl, self._geo, self._st, self._fl, self._sh, self._pol, self._pf,
+                    lvl, self._geo, self._st, self._flags(lvl), self._sh, self._pol, self._pf,
                     self.classify,
                 )  # fmt: skip
-            return
-        for lvl in range(nlev):
-            emit = lvl < nlev - 1
-            out = self._out_dummy
-            if emit:
-                ndirty = K.count_dirty(self._geo, self._st, lvl)
-                out = K.Events(*_event_arrays(max(ndirty, 1)))
-            nout = K.flush_level(lvl, self._geo, self._st, self._fl, self.classify, emit, out)
+                continue
+            nout, out = self._flush_plain(lvl, lvl < nlev - 1)
             if nout:
-                self._run_levels(lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
+                below(lvl + 1, out.ev[:nout], 0, out.size[:nout], _NO_KIND)
+
+    def _flush_plain(self, lvl: int, emit: bool) -> tuple[int, K.Events]:
+        """Write back level ``lvl``'s dirty lines, a plain level's way; return how many
+        writebacks it emitted for the level below (if ``emit``) and their buffer."""
+        out = self._out_dummy
+        if emit:
+            ndirty = K.count_dirty(self._geo, self._st, lvl)
+            out = K.Events(*_event_arrays(max(ndirty, 1)))
+        if lvl and self._fl_lo is not None:
+            # The levels below L1 keep their own flag words (two threads), opened by
+            # writebacks only (carry_new): the flush's may open pages of their own.
+            self._grow_flags(self._dirty_pages(lvl), lvl)
+        fl = self._flags(lvl)
+        return K.flush_level(lvl, self._geo, self._st, fl, self.classify, emit, out), out
+
+    def _dirty_pages(self, lvl: int) -> int:
+        """The flag pages of level ``lvl``'s dirty lines (at most the pages its flush opens)."""
+        off = int(self._geo.off[lvl])
+        tags = self._st.tags[off : off + int(self._geo.ways[lvl] * self._geo.nsets[lvl])]
+        dirty = tags[(tags >= 0) & (tags & 1 == 1)]
+        return int(np.unique(dirty >> (1 + K.PAGE_BITS)).size)
 
     def reset_counters(self) -> None:
         """Zero every counter but keep the caches' contents: what was fed so far
@@ -620,7 +656,7 @@ def simulate(
     ``progress``, if given, is called with the number of accesses of each
     chunk after it is simulated. ``timing.trace_s`` is the time spent producing
     the chunks (reading or generating the trace). ``threads=2`` pipelines the
-    levels on two threads (``classify=False`` only; same result). ``warmup``
+    levels on two threads where the hierarchy allows (same result). ``warmup``
     chunks, when given, are simulated first and not counted
     (:meth:`Simulator.reset_counters`): the result is the steady state of
     ``chunks``. ``sample_sets=K`` simulates 1/K of the sets exactly and scales the

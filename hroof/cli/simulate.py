@@ -68,8 +68,6 @@ def sampling_note(result: SimResult) -> str:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``hroof simulate KERNEL|--trace FILE``: a kernel or a trace through a cache hierarchy."""
-    if args.threads == "2" and not args.no_classify:
-        raise HroofError("--threads 2 needs --no-classify (classification runs on one thread)")
     if args.kernel is None and args.trace is None:
         raise HroofError("give a KERNEL (see 'hroof kernels') or --trace FILE")
     if args.kernel is not None and args.trace is not None:
@@ -195,11 +193,11 @@ def _engine(args, plan, cores: int) -> str:
 
 
 def _threads(args, accesses: int | None, machine: HierarchyConfig, auto) -> int:
-    """``--threads``: 1, 2, or auto (two for a large simulation without classification;
-    with ``--sample-sets 1/K``, large is counted in the 1/K of the accesses simulated)."""
+    """``--threads``: 1, 2, or auto (two for a large simulation; with ``--sample-sets
+    1/K``, large is counted in the 1/K of the accesses simulated)."""
     if args.threads == "auto":
         simulated = None if accesses is None else accesses // max(1, int(args.sample_sets))
-        return auto(simulated, machine, not args.no_classify)
+        return auto(simulated, machine)
     return int(args.threads)
 
 
@@ -379,10 +377,11 @@ def register(sub, machine_sub) -> None:
         "--threads",
         choices=("auto", "1", "2"),
         default="auto",
-        help="2: simulate L1 and the levels below on two threads, one chunk apart (same "
-        "result; needs --no-classify); auto (default): two with --no-classify from "
-        "3,000,000 accesses on a hierarchy of non-inclusive levels when a second CPU is idle "
-        "(load average), else one",
+        help="2: simulate L1 and the levels below on two threads, one chunk apart (the same "
+        "counts; with classification the flag words, about 1 byte per distinct line, are "
+        "kept twice), on a hierarchy with no inclusive level, L1 and L2 non-inclusive "
+        "non-exclusive and no L1 prefetcher (else one thread); auto (default): two from "
+        "3,000,000 accesses, one core, when a second CPU is idle (load average), else one",
     )
     p.add_argument(
         "--engine",

@@ -89,26 +89,26 @@ def simulate_kernel(
     )
 
 
-#: From this many accesses, one simulation without classification runs on two threads
-#: by default (``hroof simulate``): measured faster above it in ``bench/threads.py``.
+#: From this many accesses, one simulation runs on two threads by default (``hroof
+#: simulate``): measured faster above it in ``bench/threads.py``.
 TWO_THREADS_FROM = 3_000_000
 
 
-def auto_threads(accesses: int | None, machine: HierarchyConfig, classify: bool) -> int:
+def auto_threads(accesses: int | None, machine: HierarchyConfig) -> int:
     """Threads for one simulation: 2 (L1 beside the levels below, the same counts) when
-    classification is off, the hierarchy has two levels or more, all non-inclusive
-    non-exclusive (the pipelined passes), the trace has :data:`TWO_THREADS_FROM`
+    the hierarchy pipelines (:attr:`~hroof.cachesim.HierarchyConfig.pipelines`: two
+    levels or more, L1 a plain pass), the trace has :data:`TWO_THREADS_FROM`
     accesses or more, and a second CPU is free: this process may use two and the
     1-minute load average is below their number less one half (on a busy machine the
     second thread waits for a CPU and the pipeline is slower than one thread); else 1
     (also when the count is unknown, None: a text trace)."""
-    return 2 if two_threads_pay(accesses, machine, classify) else 1
+    return 2 if two_threads_pay(accesses, machine) else 1
 
 
-def two_threads_pay(accesses: int | None, machine: HierarchyConfig, classify: bool) -> bool:
-    """:func:`auto_threads`'s test."""
-    pipelined = not classify and len(machine.levels) > 1 and machine.plain
-    if not pipelined or accesses is None or accesses < TWO_THREADS_FROM:
+def two_threads_pay(accesses: int | None, machine: HierarchyConfig) -> bool:
+    """:func:`auto_threads`'s test (with classification on or off alike: it pays from
+    about the same size, ``bench/threads.py``)."""
+    if not machine.pipelines or accesses is None or accesses < TWO_THREADS_FROM:
         return False
     return second_cpu_free()
 

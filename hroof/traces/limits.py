@@ -36,7 +36,8 @@ BYTES_PER_PIECE = 128
 #: most 4 bytes each; tests/test_fuzz.py checks the two agree).
 PAGE_LINES = 512
 #: Bytes one flag page costs at the peak of its table's growth (the table doubles: the
-#: old and the new copy, and the page table's key and value).
+#: old and the new copy, and the page table's key and value). Up to 8 levels (words of
+#: at most 2 bytes) this also covers the second copy a simulation on two threads keeps.
 BYTES_PER_PAGE = 3 * 4 * PAGE_LINES + 32
 #: The simulator's pace, accesses per second, used only to refuse absurd requests.
 PACE = 1e8
