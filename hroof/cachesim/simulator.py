@@ -453,11 +453,12 @@ class Simulator(GeneratedFeed):
         return K.flush_level(lvl, self._geo, self._st, fl, self.classify, emit, out), out
 
     def _dirty_pages(self, lvl: int) -> int:
-        """The flag pages of level ``lvl``'s dirty lines (at most the pages its flush opens)."""
+        """The flag pages level ``lvl``'s flush may open: those of its dirty lines that its
+        flag words lack."""
         off = int(self._geo.off[lvl])
         tags = self._st.tags[off : off + int(self._geo.ways[lvl] * self._geo.nsets[lvl])]
-        dirty = tags[(tags >= 0) & (tags & 1 == 1)]
-        return int(np.unique(dirty >> (1 + K.PAGE_BITS)).size)
+        pages = np.unique(tags[(tags >= 0) & (tags & 1 == 1)] >> (1 + K.PAGE_BITS))
+        return int((~np.isin(pages, self._flags(lvl).pt_keys)).sum())
 
     def reset_counters(self) -> None:
         """Zero every counter but keep the caches' contents: what was fed so far
