@@ -220,5 +220,11 @@ def test_progress_covers_every_access_and_two_threads_agree():
     two = simulate_kernel(plan, h, sample_sets=4, classify=False, threads=2)
     d1, d2 = strip(one), strip(two)
     d1["options"].pop("threads")
-    d2["options"].pop("threads")
+    assert d2["options"].pop("threads") == 2
     assert d1 == d2
+    # and with classification (the shadows shrunk to the sampled sets)
+    one = strip(simulate_kernel(plan, h, sample_sets=4, classify=True))
+    two = strip(simulate_kernel(plan, h, sample_sets=4, classify=True, threads=2))
+    one["options"].pop("threads")
+    assert two["options"].pop("threads") == 2
+    assert one == two

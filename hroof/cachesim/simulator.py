@@ -426,6 +426,10 @@ class Simulator(GeneratedFeed):
         """Write back every dirty line, level by level from L1 down."""
         nlev = len(self.hierarchy.levels)
         below = self._run_levels if self._nine else self._run_split
+        if self._fl_lo is not None and not self._nine:
+            # Two threads: the levels below L1 keep their own flag words, and the flush
+            # moves only lines they hold, so it opens at most those lines' pages.
+            self._grow_flags(self._lacking_pages(range(1, nlev), dirty=False), 1)
         for lvl in range(nlev):
             if not self._nine and lvl >= self._split:
                 # Below the policy path's plain top levels (nothing below changes those).
@@ -445,20 +449,24 @@ class Simulator(GeneratedFeed):
         if emit:
             ndirty = K.count_dirty(self._geo, self._st, lvl)
             out = K.Events(*_event_arrays(max(ndirty, 1)))
-        if lvl and self._fl_lo is not None:
+        if lvl and self._fl_lo is not None and self._nine:
             # The levels below L1 keep their own flag words (two threads), opened by
             # writebacks only (carry_new): the flush's may open pages of their own.
-            self._grow_flags(self._dirty_pages(lvl), lvl)
+            self._grow_flags(self._lacking_pages([lvl], dirty=True), lvl)
         fl = self._flags(lvl)
         return K.flush_level(lvl, self._geo, self._st, fl, self.classify, emit, out), out
 
-    def _dirty_pages(self, lvl: int) -> int:
-        """The flag pages level ``lvl``'s flush may open: those of its dirty lines that its
-        flag words lack."""
-        off = int(self._geo.off[lvl])
-        tags = self._st.tags[off : off + int(self._geo.ways[lvl] * self._geo.nsets[lvl])]
-        pages = np.unique(tags[(tags >= 0) & (tags & 1 == 1)] >> (1 + K.PAGE_BITS))
-        return int((~np.isin(pages, self._flags(lvl).pt_keys)).sum())
+    def _lacking_pages(self, levels, *, dirty: bool) -> int:
+        """How many flag pages of the lines ``levels`` hold (only the dirty ones if
+        ``dirty``) the lower levels' flag words lack (two threads: ``_fl_lo``)."""
+        pages = []
+        for lvl in levels:
+            off = int(self._geo.off[lvl])
+            tags = self._st.tags[off : off + int(self._geo.ways[lvl] * self._geo.nsets[lvl])]
+            held = tags[(tags >= 0) & (tags & 1 == 1)] if dirty else tags[tags >= 0]
+            pages.append(((held >> 1) & PFK.LINE_MASK) >> K.PAGE_BITS)
+        pages = np.unique(np.concatenate(pages))
+        return int((~np.isin(pages, self._fl_lo.pt_keys)).sum())
 
     def reset_counters(self) -> None:
         """Zero every counter but keep the caches' contents: what was fed so far
