@@ -128,7 +128,7 @@ def test_no_module_is_a_god_module():
 
 
 def test_numba_options_live_in_one_place():
-    # Every @njit takes its options from hroof._base.jit (JIT, INLINE, PARALLEL ...).
+    # Every @njit takes its options from hroof._base.jit (JIT, GEN, MICRO ...).
     offenders = []
     for path in _files():
         for i, line in enumerate(path.read_text().splitlines(), 1):

@@ -8,15 +8,18 @@ drops the Python-style division checks from the hot loops.
 kernels never allocate, and with the runtime on, every call of a helper that
 is passed the state arrays increments and decrements each array's reference
 count, which cost ten times more than the cache lookup itself (measured:
-~100 ns against ~7 ns per access on the reference stencil stream). The hot
-helpers are also inlined at Numba-IR level (``INLINE``).
+~100 ns against ~7 ns per access on the reference stencil stream). Without it a
+call of a helper is a plain call, which LLVM inlines where it pays when it links
+the caller with its callees: no helper is inlined at Numba-IR level (Numba's
+``inline="always"``), which copies the helper's typed IR into every call site
+before LLVM sees it and made the policy kernels take minutes and gigabytes to
+compile (``bench/compile.py``, ``bench/RESULTS.md``).
 """
 
 import os
 from pathlib import Path
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
-INLINE = {**JIT, "inline": "always"}
 
 #: Trace generators: compiled once and cached, GIL released; they may allocate (the
 #: sparse builders do), so Numba's runtime stays on.
@@ -128,7 +131,7 @@ def drop_stale_caches(directory: str | os.PathLike, names: tuple[str, ...]) -> b
     sources ``names`` changed since they were compiled; return True if it removed any.
 
     Numba checks a cached function against its own source file only, but a kernel here
-    calls and inlines kernels of the other modules (:data:`INLINE`), and its cached
+    calls kernels of the other modules, which LLVM links (and inlines) into it, and its cached
     machine code holds theirs: after a change to ``_shadow_kernels.py`` alone, the level
     passes of ``_kernels.py`` would load from the cache with the old shadow built in and
     misread the new tables. So the modification times and sizes of all the kernel

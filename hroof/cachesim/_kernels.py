@@ -66,7 +66,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the policy kernels)
     PREFETCH_AHEAD,
     S_HEAD,
@@ -169,7 +169,7 @@ Flags = namedtuple("Flags", ["pt_keys", "pt_vals", "pages", "meta", "rcache"])
 
 
 # --------------------------------------------------------------------- sets
-@njit(**INLINE)
+@njit(**JIT)
 def _find(tags, base, ways, line):
     for p in range(ways):
         if (tags[_u(base + p)] >> 1) == line:
@@ -177,7 +177,7 @@ def _find(tags, base, ways, line):
     return -1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _to_front(tags, base, p, dirty):
     t = tags[_u(base + p)] | dirty
     for q in range(p, 0, -1):
@@ -185,7 +185,7 @@ def _to_front(tags, base, p, dirty):
     tags[_u(base)] = t
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _remove(tags, base, ways, p):
     for q in range(p, ways - 1):
         tags[base + q] = tags[base + q + 1]
@@ -193,7 +193,7 @@ def _remove(tags, base, ways, p):
 
 
 # --------------------------------------------------------------- flag pages
-@njit(**INLINE)
+@njit(**JIT)
 def _flag_index(fl, line):
     """Index into ``fl.pages`` of ``line``'s flag word, creating its page.
 
@@ -203,7 +203,7 @@ def _flag_index(fl, line):
     return _flag_index_b(fl, line, _log2_ceil(fl.pt_keys.shape[0]))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _flag_index_b(fl, line, bits):
     """:func:`_flag_index` given ``bits``, the log2 of the page table's size."""
     region = line >> PAGE_BITS
@@ -233,7 +233,7 @@ def _flag_index_b(fl, line, bits):
     return page * PAGE + (line & (PAGE - 1))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _flag_prefetch(fl, line, pt_bits):
     """Start reading ``line``'s flag word if its page exists (creates nothing).
 
@@ -277,7 +277,7 @@ def rehash_pages(old_keys, old_vals, new_keys, new_vals):
 
 
 # --------------------------------------------------------------- level pass
-@njit(**INLINE)
+@njit(**JIT)
 def _count_writeback(ctr, fl, lvl, line, classify):
     """A dirty ``line`` leaves level ``lvl``: count it (first or repeated)."""
     ctr[lvl, C_WB_OUT] += 1
@@ -285,7 +285,7 @@ def _count_writeback(ctr, fl, lvl, line, classify):
         _count_first_writeback(ctr, fl, lvl, _flag_index(fl, line))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _count_first_writeback(ctr, fl, lvl, fi):
     """Count the writeback from level ``lvl`` of the line of flag word ``fi`` as a
     first one if the line never left ``lvl`` dirty before."""
@@ -295,20 +295,20 @@ def _count_first_writeback(ctr, fl, lvl, fi):
         ctr[lvl, C_WB_FIRST] += 1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _emit(out, nout, line, kind):
     out.ev[_u(nout)] = (line << EV_BITS) | kind
     return nout + 1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _emit_sized(out, nout, line, kind, nbytes):
     out.ev[_u(nout)] = (line << EV_BITS) | kind
     out.size[_u(nout)] = nbytes
     return nout + 1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _touch(tags, base, ways, line, dirty):
     """Make ``line`` MRU of its set, inserting it if absent, in one pass over the set.
 

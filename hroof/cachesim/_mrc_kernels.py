@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 from numba.core import config
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim import _kernels as K
 from hroof.cachesim._shadow_kernels import PREFETCH_AHEAD, _prefetch, _u
 
@@ -68,7 +68,7 @@ NMETA = 13
 
 
 # ------------------------------------------------------------------ kernels
-@njit(**INLINE)
+@njit(**JIT)
 def _mix(x):
     """splitmix64's finaliser (as int64 arithmetic): a well-mixed 64-bit hash."""
     z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
@@ -77,7 +77,7 @@ def _mix(x):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _mix_top(x):
     """:func:`_mix` without its last step: ``z ^ (z >> 31)`` keeps ``z``'s top 33 bits, so
     the two agree on the top :data:`SAMPLE_BITS` bits, all the sampling test reads (two
@@ -87,7 +87,7 @@ def _mix_top(x):
     return (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _top(thresh):
     """``hash >> 40 < thresh`` as ``hash <= top`` (``thresh = 2**24`` wraps to ``2**64 - 1``:
     keep all)."""
@@ -109,7 +109,7 @@ def sample_hash(lines, key, out_hash, out_sub):
 GROUP_BITS = 3
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _home(line, hbits):
     """The home slot of ``line`` in a table of ``2**hbits`` slots (see :func:`_slot`)."""
     g = np.uint64(GROUP_BITS)
@@ -117,7 +117,7 @@ def _home(line, hbits):
     return np.int64(((h >> g) << g) | (np.uint64(line) & ((np.uint64(1) << g) - np.uint64(1))))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _slot(table, line, hbits):
     """The slot holding ``line`` in ``table`` (pairs key, value), or the empty slot where
     it would go (linear probing; ``table[2 s]`` is the key, ``table[2 s + 1]`` the value).
@@ -137,7 +137,7 @@ def _slot(table, line, hbits):
         s = (s + 1) & mask
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _popcount(x):
     """Set bits of a uint64 (SWAR)."""
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
@@ -146,7 +146,7 @@ def _popcount(x):
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _mark(words, btree, t, v):
     """Set (``v = 1``) or clear (``v = -1``) the entry at time ``t``."""
     b = t >> 6
@@ -158,7 +158,7 @@ def _mark(words, btree, t, v):
         i += i & (-i)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _move(words, btree, t, now):
     """Clear the entry at time ``t`` and set the one at ``now`` (``t < now``): the two
     Fenwick updates walk up from their blocks only until their chains meet, where the
@@ -181,7 +181,7 @@ def _move(words, btree, t, now):
             j += j & (-j)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _after(words, btree, t, now):
     """Entries at times ``t+1 .. now-1``: bits of the two end words, and the Fenwick range
     of the blocks between (walking both prefix chains only down to where they meet, so
@@ -205,7 +205,7 @@ def _after(words, btree, t, now):
     return s
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _heap_push(heap, n, v):
     i = n
     heap[i] = v
@@ -219,7 +219,7 @@ def _heap_push(heap, n, v):
     return n + 1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _heap_pop(heap, n):
     """Remove the largest; return the new size (the largest was ``heap[0]``)."""
     n -= 1
@@ -240,7 +240,7 @@ def _heap_pop(heap, n):
     return n
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _pairs_sift_down(ph, pl, n):
     j = 0
     while True:
@@ -466,7 +466,7 @@ PREFILTER_BLOCK = 512
 TRACE_OPS = np.array([OP_LOOKUP, OP_LOOKUP, OP_INVAL], dtype=np.uint8)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _take_flagged(words, nwords, src, shift, kinds, opmap, key, out_lines, out_ops, out_hash,
                   out_sub, k):  # fmt: skip
     """The second loop of :func:`prefilter` and :func:`scan_prefilter`: append the events

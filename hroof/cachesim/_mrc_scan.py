@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._mrc_kernels import TRACE_OPS, _mix_top, _take_flagged, _top
 
 #: Accesses of a stripe of :func:`scan_claim` (16 Ki: about 10 microseconds of work, so the
@@ -19,7 +19,7 @@ from hroof.cachesim._mrc_kernels import TRACE_OPS, _mix_top, _take_flagged, _top
 STRIPE = 1 << 14
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _scan_range(addr, size, kind, lo, hi, line_bits, key, top, flags, out_lines, out_ops,
                 out_hash, out_sub, k):  # fmt: skip
     """Accesses ``lo .. hi`` of the chunk, in blocks of ``len(flags)``: the kept events
@@ -61,7 +61,7 @@ def _scan_range(addr, size, kind, lo, hi, line_bits, key, top, flags, out_lines,
     return k, lookups, addr_or, size_or, kind_max
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _rejected(addr_or, size_or, kind_max, line_bits, limit):
     """1 when the accumulated values of :func:`_scan_range` hold an address not below
     ``limit``, a size not positive, an access straddling a line or a kind above 2."""

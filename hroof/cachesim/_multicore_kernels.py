@@ -44,7 +44,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._kernels import (
     C_BINV,
     C_COMP,
@@ -109,12 +109,12 @@ _A_THROUGH = 2
 _A_FORWARD = 3
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _passes(pol, lvl):
     return pol[lvl] == P_EXCLUSIVE or pol[lvl] == P_VICTIM
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _mb(geo, mc, c, lvl, line):
     """Slot base of ``line``'s set at core ``c``'s level ``lvl``."""
     mask = geo.mask[lvl]
@@ -122,13 +122,13 @@ def _mb(geo, mc, c, lvl, line):
     return mc.voff[c, lvl] + s * geo.ways[lvl]
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _key(mc, c, lvl):
     """The flag region key of core ``c``'s level ``lvl`` (0 for a shared level)."""
     return np.int64(c + 1) if lvl < mc.meta[1] else np.int64(0)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _fidx(fl, line, key):
     """:func:`hroof.cachesim._kernels._flag_index` of ``line`` under region key ``key``."""
     region = (line >> PAGE_BITS) + (key << KEY_SHIFT)
@@ -161,7 +161,7 @@ def _fidx(fl, line, key):
     return page * PAGE + (line & (PAGE - 1))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _seen(fl, lvl, line, key):
     """Mark ``line`` seen at ``lvl`` (under ``key``); True if it was not before."""
     fi = _fidx(fl, line, key)
@@ -171,7 +171,7 @@ def _seen(fl, lvl, line, key):
     return first
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _wb(ctr, fl, c, lvl, line, key, classify):
     """A dirty ``line`` leaves core ``c``'s level ``lvl``: count it (first or repeated)."""
     ctr[c, lvl, C_WB_OUT] += 1
@@ -183,7 +183,7 @@ def _wb(ctr, fl, c, lvl, line, key, classify):
             ctr[c, lvl, C_WB_FIRST] += 1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _drop(d, lo, hi, n, line, counter, geo, st, mc, fl, sh, pf, classify):
     """Drop ``line`` from core ``d``'s levels ``lo .. hi - 1`` (each copy counted under
     ``counter``); ``n`` writebacks of it arrive at ``lo``, and a dirty copy's data is
@@ -233,7 +233,7 @@ def _back_invalidate(c, j, line, geo, st, mc, fl, sh, pf, classify):
     return _drop(c, s, j, n, line, C_BINV, geo, st, mc, fl, sh, pf, classify)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _send_down(c, j, v, dirty, evicted, geo, st, mc, fl, sh, pol, pf, classify):
     """Core ``c``'s level ``j`` lets ``v`` go (``_policy_kernels._send_down``)."""
     tags = st.tags
@@ -273,7 +273,7 @@ def _send_down(c, j, v, dirty, evicted, geo, st, mc, fl, sh, pol, pf, classify):
         dirty = (victim & 1) != 0
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _insert_up(c, j, line, dirty, geo, st, mc, fl, sh, pol, pf, classify):
     """Core ``c``'s level ``j`` inserts ``line`` (MRU); its victim is sent down at once.
     Returns the slot base of the line's set."""

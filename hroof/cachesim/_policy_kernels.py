@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._kernels import (
     C_BINV,
     C_COMP,
@@ -97,14 +97,14 @@ _A_THROUGH = 2
 _A_FORWARD = 3
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _base(geo, lvl, line):
     mask = geo.mask[lvl]
     s = line & mask if mask >= 0 else line % geo.nsets[lvl]
     return geo.off[lvl] + s * geo.ways[lvl]
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _mark_seen(fl, lvl, line):
     """Mark ``line`` seen at ``lvl``; return True if it was not before."""
     fi = _flag_index(fl, line)
@@ -114,12 +114,12 @@ def _mark_seen(fl, lvl, line):
     return first
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _passes(pol, lvl):
     return pol[lvl] == P_EXCLUSIVE or pol[lvl] == P_VICTIM
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _invalidate_above(tags, ctr, geo, fl, sh, pf, line, lo, stop, carry, counter, classify):
     """Drop ``line`` from levels ``lo .. stop - 1`` (counting each copy under ``counter``),
     carrying a dirty copy's data down as a writeback into each level below it (``carry``:
@@ -145,7 +145,7 @@ def _invalidate_above(tags, ctr, geo, fl, sh, pf, line, lo, stop, carry, counter
     return carry
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, pf, classify):
     """Level ``j`` lets ``v`` go: evicted (``evicted``) or written back by the flush.
 
@@ -192,7 +192,7 @@ def _send_down(j, v, dirty, evicted, geo, st, fl, sh, pol, pf, classify):
         dirty = (victim & 1) != 0
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _insert_up(j, line, dirty, geo, st, fl, sh, pol, pf, classify):
     """Level ``j`` inserts ``line`` (MRU, ``dirty``); its victim, if it goes anywhere, is
     sent down at once. Returns the slot base of the line's set.
@@ -215,7 +215,7 @@ def _insert_up(j, line, dirty, geo, st, fl, sh, pol, pf, classify):
     return b
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
     """Level ``u``'s prefetcher requests ``y``: if absent, fetch it from below as a read
     (prefetch lookups there) and insert it at ``u``, MRU, with its prefetched bit."""
@@ -267,7 +267,7 @@ def _prefetch(u, y, geo, st, fl, sh, pol, pf, classify, act):
         tags[b] |= PF_BIT
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _after(line, hit_lv, pfhit, geo, st, fl, sh, pol, pf, classify, act):
     """The prefetchers of the levels a demand lookup of ``line`` reached (L1 .. the level
     ``hit_lv`` that hit, or every level), L1 first, train and issue their requests."""

@@ -43,7 +43,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE
+from hroof._base.jit import JIT
 from hroof.cachesim._shadow_kernels import _hash
 
 PF_BIT = np.int64(1) << np.int64(62)
@@ -119,7 +119,7 @@ def new_prefetch(levels, line_bits: int) -> Prefetch:
     )
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def find(tags, base, ways, line):
     """The way holding ``line`` (its prefetched bit ignored), or -1."""
     for p in range(ways):
@@ -128,7 +128,7 @@ def find(tags, base, ways, line):
     return -1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def touch(tags, base, ways, line, dirty):
     """:func:`hroof.cachesim._kernels._touch` that ignores (and keeps) the prefetched bit.
 
@@ -147,7 +147,7 @@ def touch(tags, base, ways, line, dirty):
     return carry
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def insert(tags, base, ways, line, dirty):
     """:func:`touch` of a line known to be absent from its set (a miss), without comparing:
     makes ``line`` MRU (``dirty``) and returns the evicted slot value (-1 if none),
@@ -161,7 +161,7 @@ def insert(tags, base, ways, line, dirty):
     return carry
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def stride_row(pf, lvl, page):
     """The row of level ``lvl``'s stride table holding ``page``, or -1: the hinted row
     if it holds the page, else a scan of the level's rows (whose result becomes the
@@ -180,7 +180,7 @@ def stride_row(pf, lvl, page):
     return -1
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def stride_train(pf, lvl, line):
     """Train level ``lvl``'s stride table on a demand lookup of ``line``; return the
     line to prefetch, or -1.
@@ -233,7 +233,7 @@ def stride_train(pf, lvl, line):
     return target
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def targets(pf, lvl, line, trig):
     """Write into ``pf.out`` the lines level ``lvl``'s prefetcher requests after a demand
     lookup of ``line`` that did ``trig``; return how many.

@@ -70,7 +70,7 @@ from numba.core import cgutils, config
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
@@ -165,7 +165,7 @@ if config.DISABLE_JIT:
 
 else:
 
-    @njit(**INLINE)
+    @njit(**JIT)
     def _log2_ceil(n):
         """The least ``b`` with ``2**b >= n`` (``n >= 1``), as the loop ``while (1 << b) <
         n: b += 1`` computes it, in one instruction (a count of leading zeros) instead
@@ -173,20 +173,20 @@ else:
         return 64 - np.int64(leading_zeros(np.int64(n - 1)))
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _hash(key, bits):
     """Fibonacci hashing: the top ``bits`` bits of ``key * golden``."""
     return ((key * _GOLDEN) >> (64 - bits)) & ((1 << bits) - 1)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _u(i):
     """An index known not to be negative, as an unsigned integer: Numba then indexes
     without the wraparound of negative indices (a compare and a select an access)."""
     return np.uint64(i)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _in_bucket(tab, b, key):
     """The index in ``tab`` of ``key`` among the four keys of the bucket starting at
     ``tab[b]``, or -1: four compares and no branch to mispredict (a key is held once;
@@ -203,7 +203,7 @@ def _in_bucket(tab, b, key):
     return r
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _line_in_bucket(tab, b, line):
     """:func:`_in_bucket` for a held line: the first pair, where most lines are, with a
     branch (a hit-dominated stream finds it there), then all four without."""
@@ -212,7 +212,7 @@ def _line_in_bucket(tab, b, line):
     return _in_bucket(tab, b, line)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_find(tab, base, bits, line):
     """The index in ``tab`` of ``line``'s key in a level's table (``2**bits`` pairs from
     ``tab[base]``), or -1 if the shadow does not hold it: its home bucket, and the next
@@ -227,7 +227,7 @@ def _sh_find(tab, base, bits, line):
         h = (h + 1) & mask
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_insert(tab, base, bits, line, slot):
     """Put ``line`` (not held) with queue slot ``slot`` in the first bucket from its home
     with an empty pair, counting it in the overflow count of every full bucket it passes;
@@ -245,7 +245,7 @@ def _sh_insert(tab, base, bits, line, slot):
         h = (h + 1) & mask
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_remove(tab, base, bits, pair):
     """Empty the level's pair ``pair`` (it holds a line), uncounting the line from the
     overflow counts of the buckets between its home and its own: no search, no move."""
@@ -260,7 +260,7 @@ def _sh_remove(tab, base, bits, pair):
         h = (h + 1) & mask
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_prefetch(sh, lvl, line):
     """Start reading the bucket where a lookup of ``line`` begins."""
     _prefetch(sh.tab, 2 * sh.toff[lvl] + 8 * _hash(line, sh.tbits[lvl] - 2))
@@ -292,7 +292,7 @@ def _sh_compact(sh, lvl):
     meta[lvl, S_TAIL] = j
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_touch(sh, lvl, line, allocate):
     """Reference ``line`` in level ``lvl``'s shadow; return True on a hit.
 
@@ -310,7 +310,7 @@ def _sh_touch(sh, lvl, line, allocate):
     return hit
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, mru, line, allocate):
     """:func:`_sh_touch` for a pass that keeps level ``lvl``'s meta columns (``head``,
     ``tail``, ``live``, ``mru``) and its table and queue offsets in registers: the
@@ -363,7 +363,7 @@ def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, m
     return False, head, tail + 1, live, line
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_store_meta(sh, lvl, head, tail, live, mru):
     """Store the meta columns a pass kept in registers (:func:`_sh_touch_r`)."""
     meta = sh.meta
@@ -373,7 +373,7 @@ def _sh_store_meta(sh, lvl, head, tail, live, mru):
     meta[lvl, S_MRU] = mru
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _sh_drop(sh, lvl, line):
     """Remove ``line`` from level ``lvl``'s shadow, if there."""
     tab = sh.tab

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._kernels import (
     C_COMP,
     C_FWD,
@@ -91,7 +91,7 @@ from hroof.cachesim.config import split_level  # noqa: F401 (the simulator's, an
 HALF_AHEAD = PREFETCH_AHEAD // 2
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _writeback_in(j, v, geo, st, fl, sh, pol, pf, classify):
     """A writeback of ``v`` (sent and counted by the plain pass above) arrives at level
     ``j``: as :func:`hroof.cachesim._policy_kernels._send_down` after its first step."""
@@ -111,7 +111,7 @@ def _writeback_in(j, v, geo, st, fl, sh, pol, pf, classify):
             )
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _guess(pf, lvl, hint, line):
     """The line level ``lvl``'s prefetcher would likely request after a lookup of ``line``
     (a hint for reading ahead, never used as a value): the next line, the other line of
@@ -130,7 +130,7 @@ def _guess(pf, lvl, hint, line):
     return line
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
     """Start reading, at level ``top + 1``, the state of the line that level ``top`` would
     evict to insert ``line`` (its least recently used line, if that goes down: dirty, or
@@ -143,7 +143,7 @@ def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
         _flag_prefetch(fl, v, pt_bits)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _read_below(top, line, victims_below, geo, tags, fl, sh, pt_bits):
     """Start reading the state of ``line`` below level ``top`` (its sets and shadow pairs),
     and of the victim of its fill at ``top`` (:func:`_hint_victim`): for a lookup or a

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hroof._base.jit import INLINE, JIT
+from hroof._base.jit import JIT
 from hroof.cachesim._kernels import EV_BITS, KIND_LOAD, KIND_NT, KIND_STORE
 
 
@@ -22,7 +22,7 @@ def addr_limit_bits(line_bits):
     return min(62, 63 - EV_BITS + line_bits)
 
 
-@njit(**INLINE)
+@njit(**JIT)
 def _scan(addr, size, kind, line_bits, limit, out_size):
     """:func:`scan_chunk`'s pass; also the largest size, and with a non-empty
     ``out_size`` each size copied there (``copy`` never changes within a pass, so its
