@@ -1,53 +1,47 @@
-"""Numba kernels of the inclusion policies (exclusive, victim, inclusive levels).
+"""The steps of the access engine (:mod:`hroof.cachesim._split_kernels`) that make
+a level's inclusion policy and prefetcher: what happens to a line after the lookups.
 
-The plain model (every level NINE) runs level by level in
+The plain model (every level NINE, no prefetcher) runs level by level in
 :mod:`hroof.cachesim._kernels`: each level's behaviour depends only on the
 events that reach it. The other policies break that: an exclusive level hands a
 line's dirty bit back up, and an inclusive level's eviction removes copies
-above it. So a hierarchy with any such level (or a prefetcher) runs here
-instead, one access at a time through the whole hierarchy, or, when the top
-levels cannot depend on the ones below, those as plain passes and the rest in
-:mod:`hroof.cachesim._split_kernels` (which reuses these helpers), in exactly
-the order of the recursive model of ``docs/cache-model.md`` ("Inclusion
-policies"):
+above it. So the levels of a hierarchy with any such level (or a prefetcher)
+that the levels below can change run in the access engine, one access at a
+time, in exactly the order of the recursive model of ``docs/cache-model.md``
+("Inclusion policies"):
 
-1. **down**: the access looks the line up at L1, L2, ... until a level hits
-   (or memory serves it), counting each lookup, miss and class on the way;
-2. **up**: from the deepest level that missed back to L1, each allocating
-   level inserts the line (an exclusive or victim level lets it pass), and the
-   victim of each insertion is sent down at once by :func:`_send_down`, which
-   may evict in turn, level after level, before the next level up inserts.
+1. **down** (the engine's loop): the access looks the line up at each level
+   until one hits (or memory serves it), counting each lookup, miss and class;
+2. **up**: from the deepest level that missed back up, each allocating level
+   inserts the line (:func:`_insert_up`; an exclusive or victim level lets it
+   pass), and the victim of each insertion is sent down at once by
+   :func:`_send_down`, which may evict in turn, level after level, before the
+   next level up inserts;
+3. **prefetch**: the prefetchers of the levels the lookup reached train and
+   issue their requests (:func:`_after`, :func:`_prefetch`).
+
+The policy of a level is one code per level (``pol``, :data:`POLICY_CODES`), read
+where a step differs by policy: :func:`_passes` (exclusive and victim levels let
+a fill pass and take the victims of the level above), :func:`_send_down` (an
+inclusive level's eviction drops the copies above it) and the engine's hit (an
+exclusive level hands the line up and drops it). A new replacement or inclusion
+policy is a new code here and a branch in those places, nothing else: every
+hierarchy that is not plain runs through them.
 
 The state (tags, counters, flag pages, shadows) is the level-by-level
-simulator's, so results build the same way. The plain path never calls these
-kernels; it costs nothing more than before.
+simulator's, so results build the same way.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._kernels import (
     C_BINV,
-    C_COMP,
-    C_FWD,
-    C_FWD_BYTES,
-    C_FWD_COMP_BYTES,
-    C_INVAL,
-    C_LOAD_COMP,
-    C_LOOKUPS,
-    C_MISSES,
     C_VICT,
     C_VICT_IN,
-    C_WA_FILLS,
     C_WB_IN,
-    KIND_NT,
-    KIND_STORE,
-    M_NPAGES,
-    M_PT_USED,
-    PAGE,
     SEEN_BIT0,
     _count_writeback,
     _flag_index,
@@ -58,12 +52,10 @@ from hroof.cachesim._kernels import (
 )
 from hroof.cachesim._prefetch_kernels import (
     LINE_MASK,
-    NO_PF,
     PC_FILLED,
     PC_ISSUED,
     PC_LOOKUPS,
     PC_MISSES,
-    PC_USEFUL,
     PC_USELESS,
     PF_BIT,
     T_HIT,
@@ -281,150 +273,6 @@ def _after(line, hit_lv, pfhit, geo, st, fl, sh, pol, pf, classify, act):
             _prefetch(u, pf.out[q], geo, st, fl, sh, pol, pf, classify, act)
 
 
-def _make_policy_pass(CLASSIFY):
-    """Build :func:`policy_pass` with classification on or off (a compile-time constant, as
-    :func:`hroof.cachesim._kernels._make_level_pass` does it)."""
-
-    @njit(**JIT)
-    def policy_pass(src, shift, size, kind, start, geo, st, fl, sh, pol, pf, act, akind):
-        """Run trace accesses ``start..`` (byte addresses, each within one line) through
-        the hierarchy.
-
-        ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
-        index reached: ``len(src)`` unless the classification tables must grow
-        first (the driver grows them and calls again from there).
-        """
-        n = src.shape[0]
-        tags = st.tags
-        ctr = st.ctr
-        pc = pf.ctr
-        nlev = geo.nlevels
-        pages_cap = fl.pages.shape[0] // PAGE
-        pt_cap = fl.pt_keys.shape[0]
-        l1_lookups = 0  # in a register, stored once per call
-        off0 = geo.off[0]
-        mask0 = geo.mask[0]
-        nsets0 = geo.nsets[0]
-        ways0 = geo.ways[0]
-        wa0 = geo.wa[0] != 0
-        # The first level with a prefetcher (nlev if none): a lookup that stops above it
-        # triggers nothing, and only levels with a prefetcher hold prefetched lines.
-        pf_first = nlev
-        for u in range(nlev - 1, -1, -1):
-            if pf.kind[u] != 0:
-                pf_first = u
-        for i in range(start, n):
-            if CLASSIFY and (
-                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
-            ):
-                ctr[0, C_LOOKUPS] += l1_lookups
-                return i
-            line = src[i] >> shift
-            t = np.int64(kind[i])
-            if t == KIND_NT:
-                # A non-temporal store: invalidate every copy, carrying a dirty one down.
-                _invalidate_above(
-                    tags, ctr, geo, fl, sh, pf, line, 0, nlev, False, C_INVAL, CLASSIFY
-                )
-                continue
-            k = _WRITE if t == KIND_STORE else _READ
-            # L1 (always NINE) first, as the level pass does it: most accesses end here.
-            l1_lookups += 1
-            sh_hit = False
-            if CLASSIFY:
-                sh_hit = _sh_touch(sh, 0, line, k == _READ or wa0)
-            b = off0 + (line & mask0 if mask0 >= 0 else line % nsets0) * ways0
-            cur = tags[b]
-            p = 0 if ((cur >> 1) & LINE_MASK) == line else find(tags, b, ways0, line)
-            pfhit = False
-            lv = 0
-            if p >= 0:
-                if p == 0:
-                    tags[b] = cur | k  # k is 1 for a store: the dirty bit
-                else:
-                    _to_front(tags, b, p, k)
-                if pf_first != 0:
-                    continue
-                pfhit = (tags[b] & PF_BIT) != 0
-                if pfhit:
-                    tags[b] &= NO_PF
-                    pc[0, PC_USEFUL] += 1
-            else:
-                d = False
-                while lv < nlev:
-                    through = _passes(pol, lv)
-                    forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
-                    allocates = not forwards and not through
-                    if lv > 0:
-                        ctr[lv, C_LOOKUPS] += 1
-                        sh_hit = False
-                        if CLASSIFY:
-                            sh_hit = _sh_touch(sh, lv, line, allocates)
-                        b = _base(geo, lv, line)
-                        p = find(tags, b, geo.ways[lv], line)
-                    ways = geo.ways[lv]
-                    if p >= 0:
-                        if lv >= pf_first and tags[b + p] & PF_BIT:
-                            pfhit = True
-                            tags[b + p] &= NO_PF
-                            pc[lv, PC_USEFUL] += 1
-                        if k == _WRITE:
-                            _to_front(tags, b, p, 1)
-                        elif pol[lv] == P_EXCLUSIVE:
-                            d = (tags[b + p] & 1) != 0
-                            _remove(tags, b, ways, p)
-                            if CLASSIFY:
-                                _sh_drop(sh, lv, line)
-                        else:
-                            _to_front(tags, b, p, 0)
-                        break
-                    ctr[lv, C_MISSES] += 1
-                    cls = 0
-                    if CLASSIFY:
-                        if _mark_seen(fl, lv, line):
-                            cls = 0
-                        elif sh_hit:
-                            cls = 2
-                        else:
-                            cls = 1
-                        ctr[lv, C_COMP + cls] += 1
-                    if forwards:
-                        sz = np.int64(size[i])
-                        ctr[lv, C_FWD] += 1
-                        ctr[lv, C_FWD_BYTES] += sz
-                        if CLASSIFY:
-                            ctr[lv, C_FWD_COMP_BYTES + cls] += sz
-                        act[lv] = _A_FORWARD
-                        lv += 1
-                        continue
-                    if k == _READ:
-                        if CLASSIFY:
-                            ctr[lv, C_LOAD_COMP + cls] += 1
-                    else:
-                        ctr[lv, C_WA_FILLS] += 1
-                    act[lv] = _A_THROUGH if through else _A_FILL
-                    akind[lv] = k
-                    k = _READ if k == _READ else _RFO
-                    lv += 1
-                # Back up: the levels that missed insert the line, deepest first.
-                for j in range(lv - 1, -1, -1):
-                    if act[j] != _A_FILL:
-                        continue
-                    _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
-                    d = False
-            # Then the prefetchers of the levels the lookup reached (one call site: inlined).
-            if lv >= pf_first:
-                _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
-        ctr[0, C_LOOKUPS] += l1_lookups
-        return n
-
-    return policy_pass
-
-
-#: The access-by-access kernel, by classification on (True) or off.
-POLICY_PASS = {c: _make_policy_pass(c) for c in (False, True)}
-
-
 @njit(**JIT)
 def policy_flush(lvl, geo, st, fl, sh, pol, pf, classify):
     """Write back level ``lvl``'s dirty lines, set by set, LRU to MRU, each sent down at once."""
@@ -438,25 +286,3 @@ def policy_flush(lvl, geo, st, fl, sh, pol, pf, classify):
                 tags[base + p] = t ^ 1
                 v = (t >> 1) & LINE_MASK
                 _send_down(lvl, v, True, False, geo, st, fl, sh, pol, pf, classify)
-
-
-_WARM: set[bool] = set()
-
-
-def warm_up(classify: bool) -> None:
-    """Compile (or load from Numba's cache) these kernels once per process and mode, so
-    that a simulator's ``timing.simulate_s`` measures simulation, not compilation."""
-    from hroof.cachesim.config import HierarchyConfig, LevelConfig
-    from hroof.cachesim.simulator import Simulator
-
-    if classify not in _WARM:
-        _WARM.add(classify)
-        pols = ("nine", "exclusive", "inclusive")
-        pfs = ("next-line", "stride", "adjacent")
-        levels = tuple(
-            LevelConfig(f"L{i}", 128, 1, 64, inclusion=p, prefetch=f)
-            for i, (p, f) in enumerate(zip(pols, pfs, strict=True))
-        )
-        sim = Simulator(HierarchyConfig(levels), classify=classify)
-        sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))
-        sim.finish()

@@ -1,24 +1,30 @@
-"""The split policy path: plain level passes on top, access by access below.
+"""The access engine: one access at a time through the levels a hierarchy's policies
+or prefetchers tie together, after plain level passes on top.
 
-A hierarchy with an exclusive, victim or inclusive level or a prefetcher runs
-in :mod:`hroof.cachesim._policy_kernels`, one access at a time through every
-level. But the top levels often cannot depend on anything below them: then
-they run the plain level passes of :mod:`hroof.cachesim._kernels` (L1 takes
-the whole chunk in its tight loop), and only what the last of them sends down
-(requests, writebacks of dirty victims, NT invalidations, in the order of the
-recursive model) enters :func:`split_pass`, which runs each event through the
-remaining levels exactly as the access-by-access kernel does. The ~90 % of
-accesses that hit L1 never reach it. :func:`split_level` says how many levels
-go on top; the rules are in its docstring (and ``docs/cache-model.md``,
-"Inclusion policies", "Speed").
+A plain hierarchy (every level NINE, no prefetcher) runs the level passes of
+:mod:`hroof.cachesim._kernels` alone. Any other runs here, in one compiled kernel,
+:func:`split_pass` (by classification on or off), whatever its policies and
+prefetchers (one code and one prefetcher kind per level, read at run time): the
+top levels that nothing below can change first run as plain level passes (L1
+takes the whole chunk in its tight loop; :func:`split_level` says how many: its
+rules are in its docstring and ``docs/cache-model.md``, "Inclusion policies"),
+and what the last of them sends down (requests, writebacks of dirty victims, NT
+invalidations, in the order of the recursive model) enters :func:`split_pass`,
+which runs each event through the remaining levels. When no level can run on
+top (an inclusive level anywhere, a prefetcher at L1), the trace's accesses
+themselves are the events (:func:`trace_events`) and every level runs here. The
+~90 % of accesses that hit L1 never reach it otherwise.
+
+The steps after a lookup (inserting up, sending victims down, prefetching) are
+:mod:`hroof.cachesim._policy_kernels`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
+from hroof.cachesim import _kernels as K
 from hroof.cachesim._kernels import (
     C_COMP,
     C_FWD,
@@ -36,6 +42,7 @@ from hroof.cachesim._kernels import (
     EV_NT,
     EV_NTC,
     EV_RFO,
+    EV_STORE,
     EV_WB,
     M_NPAGES,
     M_PT_USED,
@@ -85,6 +92,21 @@ from hroof.cachesim._prefetch_kernels import (
 )
 from hroof.cachesim._shadow_kernels import _hash
 from hroof.cachesim.config import split_level  # noqa: F401 (the simulator's, and tests')
+
+# A trace's kinds are the engine's events of the same meaning (trace_events).
+assert (K.KIND_LOAD, K.KIND_STORE, K.KIND_NT) == (EV_LOAD, EV_STORE, EV_NT)
+
+
+def trace_events(addr: np.ndarray, line_bits: int, kind: np.ndarray) -> np.ndarray:
+    """A chunk of trace accesses (byte addresses, each within one line; kinds 0 load,
+    1 store, 2 NT store) as the events the access engine takes: ``line << EV_BITS | kind``
+    (a trace's kinds are ``EV_LOAD``, ``EV_STORE`` and ``EV_NT``, which the engine takes
+    at its top level as a load, a store and an NT store)."""
+    ev = addr >> line_bits
+    ev <<= EV_BITS
+    ev |= kind
+    return ev
+
 
 #: How many events ahead the victim of the top level's fill is read (its set was
 #: prefetched ``PREFETCH_AHEAD`` events ahead).

@@ -139,9 +139,7 @@ class Simulator(GeneratedFeed):
         # The top levels that no level below can change run as plain passes (_split_kernels).
         self._split = SPK.split_level(hierarchy.levels)
         if not self._nine:
-            PK.warm_up(self.classify)
-            if self._split:
-                SPK.warm_up(self.classify)
+            SPK.warm_up(self.classify)
         if threads == 2 and hierarchy.pipelines:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]
@@ -367,19 +365,15 @@ class Simulator(GeneratedFeed):
     def _run_policies(self, addr, size, kind) -> None:
         """Run accesses through a hierarchy with an exclusive, victim or inclusive level or a
         prefetcher: the top ``_split`` levels as plain passes, then the rest access by access
-        (all of them if ``_split`` is 0)."""
-        i = 0
+        in the access engine (all of them if ``_split`` is 0: the accesses become events
+        ``line << EV_BITS | kind`` first, a trace's kinds 0-2 being ``EV_LOAD``,
+        ``EV_STORE`` and ``EV_NT``)."""
         lb = self.hierarchy.line_bits
         if self._split:
             self._run_split(0, addr, lb, size, kind)
             return
-        while i < addr.shape[0]:
-            i = PK.POLICY_PASS[self.classify](
-                addr, lb, size, kind, i, self._geo, self._st, self._fl, self._sh, self._pol,
-                self._pf, self._act[0], self._act[1],
-            )  # fmt: skip
-            if i < addr.shape[0]:
-                self._grow_flags(1)
+        ev = SPK.trace_events(addr, lb, kind)
+        self._run_split(0, ev, 0, size, _NO_KIND)
 
     def _run_split(self, lvl, src, shift, size, kind) -> None:
         """The split policy path from level ``lvl`` on: the plain passes of levels
