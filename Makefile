@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test check coverage lint format bench demo clean
+.PHONY: venv warm test check coverage lint format bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +18,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP)
 
-# The full suite: what CI runs.
+# Every kernel compiled ahead, a group per process (loaded from the cache when done already).
+warm: $(STAMP)
+	$(BIN)/hroof warm
+
+# The full suite: what CI runs (kernels compiled first, in parallel).
 test: $(STAMP)
+	$(BIN)/hroof warm --quiet
 	$(BIN)/python -m pytest -q
 
 # The fast lane for the edit-test loop (under 30 s): no test marked slow, and each
 # hypothesis property on a tenth of its examples.
 check: $(STAMP)
+	$(BIN)/hroof warm --quiet
 	HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
 
 # Line coverage of hroof/: the full suite compiled, then the kernels' own tests (fast
@@ -57,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest bench -q --benchmark-enable --benchmark-only
 
 demo: $(STAMP)
+	$(BIN)/hroof warm
 	$(BIN)/hroof demo
 
 clean:

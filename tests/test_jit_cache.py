@@ -1,65 +1,119 @@
-"""Numba's cached kernels are dropped together when any kernel source of their package
-changes (``hroof._base.jit.drop_stale_caches``): Numba compares a cached function with its
-own file only, and hroof's kernels inline one another's."""
+"""Where hroof's compiled kernels are cached, and when they go stale
+(``hroof._base.jit``: ``numba_cache_dir``, ``sources_stamp``, the cache locator).
+
+Numba stamps a cached function with its own file only, but hroof's kernels call one
+another's across files (LLVM links the callees' code into the caller's): every kernel
+carries one stamp made of all the kernel sources, so a change to any of them
+recompiles every kernel once."""
 
 from __future__ import annotations
 
 import os
-import re
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-import hroof.cachesim
-import hroof.traces
 from hroof._base import jit
 
 
-@pytest.fixture
-def package(tmp_path, monkeypatch):
+def _package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("@njit(**JIT)\ndef f(x):\n    return x\n")
+    (pkg / "b.py").write_text("@njit(**JIT)\ndef g(x):\n    return x + 1\n")
+    (pkg / "c.py").write_text("def plain(x):\n    return x\n")
+    return pkg
+
+
+def test_the_stamp_covers_every_kernel_source_and_only_those(tmp_path):
+    pkg = _package(tmp_path)
+    assert [p.name for p in jit.kernel_sources(pkg)] == ["a.py", "b.py"]
+    before = jit.sources_stamp(pkg)
+    assert jit.sources_stamp(pkg) == before
+    # A plain module changes: the kernels stay as they were.
+    (pkg / "c.py").write_text("def plain(x):\n    return 2 * x\n")
+    assert jit.sources_stamp(pkg) == before
+    # b.py alone changes: a's kernels may hold b's code, so the one stamp changes.
+    (pkg / "b.py").write_text("@njit(**JIT)\ndef g(x):\n    return x + 2\n")
+    after = jit.sources_stamp(pkg)
+    assert after != before
+    # The same contents again: the same stamp (a hash, not a time).
+    (pkg / "b.py").write_text("@njit(**JIT)\ndef g(x):\n    return x + 1\n")
+    assert jit.sources_stamp(pkg) == before
+
+
+def test_hroofs_own_stamp_is_of_its_kernel_modules():
+    names = {p.name for p in jit.kernel_sources()}
+    assert {"_kernels.py", "_split_kernels.py", "stencils.py", "jit.py"} <= names
+    assert "units.py" not in names
+
+
+def test_cache_folder_numba_cache_dir_first(tmp_path, monkeypatch):
+    src = _package(tmp_path) / "a.py"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nc"))
+    folder = jit.numba_cache_dir(src)
+    assert folder.parent == tmp_path / "nc"
+    assert folder.name.startswith("pkg_")
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    assert jit.numba_cache_dir(src) == src.parent / "__pycache__"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_package_caches_in_the_user_cache(tmp_path, monkeypatch):
+    pkg = _package(tmp_path)
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "b.py").write_text("y = 2\n")
-    cache = tmp_path / "__pycache__"
-    cache.mkdir()
-    return tmp_path, cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    pkg.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        folder = jit.numba_cache_dir(pkg / "a.py")
+    finally:
+        pkg.chmod(stat.S_IRWXU)
+    assert folder.parent == tmp_path / "xdg" / "hroof" / "numba"
 
 
-def _cached(cache: Path) -> list[str]:
-    return sorted(p.name for p in cache.iterdir() if p.suffix in (".nbi", ".nbc", ".pyc"))
+def test_read_only_package_caches_in_the_user_cache_as_root_too(tmp_path, monkeypatch):
+    # Root can write anywhere, so the fallback is forced the way a read-only folder would.
+    pkg = _package(tmp_path)
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(jit, "_writable", lambda folder: False)
+    folder = jit.numba_cache_dir(pkg / "a.py")
+    assert folder.parent == tmp_path / "xdg" / "hroof" / "numba"
+    assert folder.name.startswith("pkg_")
 
 
-def test_caches_go_when_a_kernel_source_changes(package):
-    root, cache = package
-    for name in ("a.f-1.py311.nbi", "a.f-1.py311.1.nbc", "a.cpython-311.pyc"):
-        (cache / name).write_text("")
-    # No record yet (caches of unknown sources): dropped, Python's own .pyc kept.
-    assert jit.drop_stale_caches(root, ("a.py", "b.py"))
-    assert _cached(cache) == ["a.cpython-311.pyc"]
-    # Compiled again from these sources: kept while they stay as they are.
-    (cache / "b.g-3.py311.nbi").write_text("")
-    assert not jit.drop_stale_caches(root, ("a.py", "b.py"))
-    assert _cached(cache) == ["a.cpython-311.pyc", "b.g-3.py311.nbi"]
-    # b.py alone changes: a's kernels may hold b's code, so all go.
-    (root / "b.py").write_text("y = 3  # changed\n")
-    assert jit.drop_stale_caches(root, ("a.py", "b.py"))
-    assert _cached(cache) == ["a.cpython-311.pyc"]
+def test_a_changed_kernel_source_recompiles_in_a_fresh_process(tmp_path):
+    """End to end, in a copy of one kernel module under a package of its own: a second
+    process loads the kernel from the cache; after an edit to another kernel source of the
+    package, the next process compiles again (Numba's own stamp would have loaded it)."""
+    pkg = tmp_path / "hroof_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "k.py").write_text(
+        "from hroof._base.jit import JIT, njit\n\n@njit(**JIT)\ndef f(x):\n    return x + 1\n"
+    )
+    (pkg / "other.py").write_text("# njit kernels live here too\nX = 1\n")
+    probe = (
+        "import sys; from hroof._base import jit; from pathlib import Path\n"
+        f"jit._PACKAGE = Path({str(pkg)!r})\n"
+        "import hroof_probe.k as k\n"
+        "k.f(1)\n"
+        "print(len(k.f.stats.cache_hits), len(k.f.stats.cache_misses))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env.pop("NUMBA_CACHE_DIR", None)
 
+    def run() -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        return out.stdout.split()
 
-def test_a_numba_cache_dir_or_a_missing_source_is_left_alone(package, monkeypatch):
-    root, cache = package
-    (cache / "a.f-1.py311.nbi").write_text("")
-    assert not jit.drop_stale_caches(root, ("a.py", "missing.py"))
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(root / "elsewhere"))
-    assert not jit.drop_stale_caches(root, ("a.py",))
-    assert _cached(cache) == ["a.f-1.py311.nbi"]
-
-
-@pytest.mark.parametrize("pkg", [hroof.cachesim, hroof.traces])
-def test_every_module_that_compiles_kernels_is_listed(pkg):
-    root = Path(pkg.__file__).parent
-    compiling = {p.name for p in root.glob("*.py") if re.search(r"@(lazy_)?njit\(", p.read_text())}
-    listed = {n for n in pkg._KERNEL_SOURCES if "/" not in n}
-    assert compiling == listed
-    assert all((root / n).is_file() for n in pkg._KERNEL_SOURCES)
-    assert os.path.samefile(root / "../_base/jit.py", jit.__file__)
+    assert run() == ["0", "1"]  # compiled
+    assert run() == ["1", "0"]  # loaded
+    (pkg / "other.py").write_text("# njit kernels live here too\nX = 2\n")
+    assert run() == ["0", "1"]  # another kernel source changed: compiled again
+    assert any(p.suffix == ".nbi" for p in (pkg / "__pycache__").iterdir())

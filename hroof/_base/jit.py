@@ -1,7 +1,11 @@
 """Compile options shared by every Numba kernel (one place to change them).
 
-``cache=True`` keeps compiled kernels on disk next to the sources, so only
-the first run on a machine pays the compile time. ``error_model="numpy"``
+``cache=True`` keeps compiled kernels on disk (next to the sources, or in
+hroof's user cache folder when those cannot be written: :func:`numba_cache_dir`),
+each stamped with all of hroof's kernel sources (:func:`sources_stamp`), so only
+the first run on a machine pays the compile time and a changed kernel never
+loads old machine code. Every kernel is decorated through :func:`njit`, which
+puts that cache locator in place. ``error_model="numpy"``
 drops the Python-style division checks from the hot loops.
 
 ``_nrt=False`` compiles without Numba's reference-counting runtime. The
@@ -16,7 +20,10 @@ before LLVM sees it and made the policy kernels take minutes and gigabytes to
 compile (``bench/compile.py``, ``bench/RESULTS.md``).
 """
 
+import contextlib
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
@@ -105,11 +112,9 @@ def resolve_lazy() -> None:
     place of the lazy objects in the globals of every loaded ``hroof`` module."""
     import sys
 
-    import numba
-
     while _PENDING:  # each leaves the list once resolved (an interrupt loses none)
         lazy = _PENDING[-1]
-        lazy._dispatcher = numba.njit(**lazy._opts)(lazy.py_func)
+        lazy._dispatcher = njit(**lazy._opts)(lazy.py_func)
         _PENDING.pop()
     for name, module in list(sys.modules.items()):
         if (name != "hroof" and not name.startswith("hroof.")) or module is None:
@@ -120,47 +125,196 @@ def resolve_lazy() -> None:
                 space[key] = value._dispatcher
 
 
-#: The index files Numba keeps beside a module's sources (``cache=True``), and the file in
-#: which :func:`drop_stale_caches` records the sources they were compiled from.
-_NUMBA_CACHE_SUFFIXES = (".nbi", ".nbc")
-_STAMP = "hroof-kernels.stamp"
+# ------------------------------------------------------------------ the on-disk cache
+#: hroof's package folder: the kernels whose cache :class:`hroof's locator <_locator_class>`
+#: places and stamps.
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
-def drop_stale_caches(directory: str | os.PathLike, names: tuple[str, ...]) -> bool:
-    """Remove Numba's cached kernels of the package in ``directory`` when any of its kernel
-    sources ``names`` changed since they were compiled; return True if it removed any.
+def kernel_sources(package: str | os.PathLike | None = None) -> list[Path]:
+    """The source files of ``package`` that compile Numba kernels (those that say ``njit``),
+    sorted: what every cached kernel's stamp is made of (:func:`sources_stamp`)."""
+    root = Path(_PACKAGE if package is None else package)
+    return sorted(p for p in root.rglob("*.py") if "njit" in p.read_text(encoding="utf-8"))
 
-    Numba checks a cached function against its own source file only, but a kernel here
-    calls kernels of the other modules, which LLVM links (and inlines) into it, and its cached
-    machine code holds theirs: after a change to ``_shadow_kernels.py`` alone, the level
-    passes of ``_kernels.py`` would load from the cache with the old shadow built in and
-    misread the new tables. So the modification times and sizes of all the kernel
-    sources, which Numba compares one file at a time, are compared together. Only the
-    default cache beside the sources is handled (not a ``NUMBA_CACHE_DIR``); a
-    directory that cannot be written is left alone. No Numba import: a few ``stat`` calls.
+
+_OWN_STAMP: list[str] = []
+
+
+def sources_stamp(package: str | os.PathLike | None = None) -> str:
+    """A hash of every kernel source of ``package`` (default hroof's:
+    :func:`kernel_sources`), names and contents: the freshness stamp of each of its
+    cached kernels.
+
+    Numba stamps a cached function with a hash of its own file only, but a kernel here
+    calls kernels of other files, which LLVM links (and inlines) into its machine code:
+    after a change to ``_shadow_kernels.py`` alone, the level passes of ``_kernels.py``
+    would load from the cache with the old shadow built in and misread the new tables.
+    With one stamp for all, a change to any kernel source recompiles every kernel once.
+    hroof's own stamp is taken once per process, at its first kernel (close to when the
+    sources were imported: a kernel compiled from them is never saved under the stamp
+    of sources edited while the process ran).
     """
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return False
-    root = Path(directory)
-    cache = root / "__pycache__"
+    if package is None and _OWN_STAMP:
+        return _OWN_STAMP[0]
+    root = Path(_PACKAGE if package is None else package)
+    h = hashlib.sha256()
+    for p in kernel_sources(root):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    stamp = h.hexdigest()
+    if package is None:
+        _OWN_STAMP.append(stamp)
+    return stamp
+
+
+def numba_cache_dir(py_file: str | os.PathLike) -> Path:
+    """Where the compiled kernels of the hroof source ``py_file`` are kept.
+
+    ``$NUMBA_CACHE_DIR`` when set (a folder per source folder inside it, as Numba does);
+    else the ``__pycache__`` beside the source when it can be written (a clone, a
+    virtual environment); else hroof's user cache folder (``$XDG_CACHE_HOME/hroof/numba``,
+    default ``~/.cache/hroof/numba``), for a package installed where its user cannot
+    write.
+    """
+    src = Path(py_file).resolve()
+    sub = f"{src.parent.name}_{hashlib.sha1(str(src.parent).encode()).hexdigest()}"
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    if env:
+        return Path(env) / sub
+    tree = src.parent / "__pycache__"
+    if _writable(tree):
+        return tree
+    from hroof._base.paths import cache_home
+
+    return cache_home() / "numba" / sub
+
+
+def _writable(folder: Path) -> bool:
     try:
-        stamp = "\n".join(
-            f"{n} {st.st_mtime_ns} {st.st_size}" for n in sorted(names)
-            for st in [(root / n).stat()]
-        )  # fmt: skip
-        path = cache / _STAMP
-        if path.is_file() and path.read_text() == stamp:
-            return False
-        removed = False
-        if cache.is_dir():
-            for f in cache.iterdir():
-                if f.suffix in _NUMBA_CACHE_SUFFIXES:
-                    f.unlink(missing_ok=True)
-                    removed = True
-        cache.mkdir(exist_ok=True)
-        tmp = cache / f"{_STAMP}.{os.getpid()}"
-        tmp.write_text(stamp)
-        tmp.replace(path)
-        return removed
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+        return True
     except OSError:
         return False
+
+
+_LOCATOR = None
+
+
+def _locator_class():
+    """Numba's cache locator for hroof's kernels (made once; Numba imported here)."""
+    global _LOCATOR
+    if _LOCATOR is not None:
+        return _LOCATOR
+    from numba.core import caching
+
+    class HroofCacheLocator(caching._CacheLocator):
+        """Places a cached hroof kernel (:func:`numba_cache_dir`) and stamps it with every
+        kernel source (:func:`sources_stamp`); other packages' functions are Numba's."""
+
+        def __init__(self, py_func, py_file):
+            self._lineno = py_func.__code__.co_firstlineno
+            self._path = str(numba_cache_dir(py_file))
+
+        def get_cache_path(self):
+            return self._path
+
+        def get_source_stamp(self):
+            return sources_stamp()
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            try:
+                Path(py_file).resolve().relative_to(_PACKAGE)
+            except (ValueError, OSError):
+                return None  # not hroof's: Numba's own locators place it
+            self = cls(py_func, py_file)
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                return None
+            return self
+
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+    if HroofCacheLocator not in impl._locator_classes:
+        impl._locator_classes.insert(0, HroofCacheLocator)
+    _listen_to_compiles()
+    _LOCATOR = HroofCacheLocator
+    return _LOCATOR
+
+
+def njit(*args, **opts):
+    """``numba.njit``, with hroof's cache locator in place first (:func:`numba_cache_dir`,
+    :func:`sources_stamp`): every hroof kernel is decorated through this."""
+    _locator_class()
+    import numba
+
+    return numba.njit(*args, **opts)
+
+
+# ----------------------------------------------------------------- the first compile
+#: Where :func:`notify_compiles` writes its one line (None: nowhere; the library never
+#: prints unless a command asked it to).
+_NOTICE: dict = {"stream": None, "after": 1.0, "shown": False, "depth": 0, "timer": None}
+
+#: The line a command prints while hroof's kernels compile for the first time.
+COMPILE_NOTICE = (
+    "hroof: compiling the simulator's kernels for this machine, once (about 10-30 s; "
+    "later runs load them from the cache; 'hroof warm' compiles them all ahead)"
+)
+
+
+def notify_compiles(stream, after: float = 1.0) -> None:
+    """Write :data:`COMPILE_NOTICE` to ``stream``, once per process, when Numba has been
+    compiling one of hroof's kernels for ``after`` seconds (a cached kernel loads in
+    milliseconds, so a warm run never shows it). ``None`` switches it off."""
+    _NOTICE.update(stream=stream, after=after)
+
+
+def _on_compile(starting: bool) -> None:
+    """Numba started (``starting``) or ended compiling a hroof kernel."""
+    import threading
+
+    _NOTICE["depth"] += 1 if starting else -1
+    if not starting or _NOTICE["shown"] or _NOTICE["stream"] is None or _NOTICE["timer"]:
+        return
+
+    def show() -> None:
+        _NOTICE["timer"] = None
+        if _NOTICE["depth"] > 0 and not _NOTICE["shown"] and _NOTICE["stream"] is not None:
+            _NOTICE["shown"] = True
+            from tqdm import tqdm
+
+            # Through tqdm: a progress bar drawn on the stream moves below the line.
+            with contextlib.suppress(OSError, ValueError):
+                tqdm.write(COMPILE_NOTICE, file=_NOTICE["stream"])
+
+    timer = threading.Timer(_NOTICE["after"], show)
+    timer.daemon = True
+    _NOTICE["timer"] = timer
+    timer.start()
+
+
+def _listen_to_compiles() -> None:
+    """Follow Numba's compile events of hroof's kernels (:func:`notify_compiles`)."""
+    from numba.core import event
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            if _is_ours(ev):
+                _on_compile(True)
+
+        def on_end(self, ev):
+            if _is_ours(ev):
+                _on_compile(False)
+
+    event.register("numba:compile", _Listener())
+
+
+def _is_ours(ev) -> bool:
+    disp = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+    module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+    return module == "hroof" or module.startswith("hroof.")

@@ -22,7 +22,7 @@ import os
 import sys
 from typing import TextIO
 
-__all__ = ["ENV_VAR", "Progress", "format_duration"]
+__all__ = ["ENV_VAR", "Progress", "format_duration", "shown_on"]
 
 #: Environment variable: "1" forces the bar on (even when stderr is not a
 #: terminal, and from the first update), "0" forces it off.
@@ -52,6 +52,12 @@ def _enabled_by_default(stream: TextIO) -> tuple[bool, bool]:
         return bool(stream.isatty()), False
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False, False
+
+
+def shown_on(stream: TextIO) -> bool:
+    """Whether progress and notices are shown on ``stream`` (a terminal, or
+    ``HROOF_PROGRESS=1``; never with ``HROOF_PROGRESS=0``)."""
+    return _enabled_by_default(stream)[0]
 
 
 class Progress:

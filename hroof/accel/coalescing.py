@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from hroof._base.errors import HroofError
-from hroof._base.jit import GEN
+from hroof._base.jit import GEN, njit
 from hroof.accel.device import positive_int
 
 #: The transaction sizes of the article and the CUDA guide (bytes).
@@ -38,7 +37,7 @@ WARP = 32
 _ADDRESS_BITS = 62
 
 
-@numba.njit(**GEN)
+@njit(**GEN)
 def _union_count(lo, hi, n):
     """Size of the union of the half-open integer intervals ``[lo[i], hi[i])``, i < n."""
     order = np.argsort(lo[:n])
@@ -56,7 +55,7 @@ def _union_count(lo, hi, n):
     return total + cur_hi - cur_lo
 
 
-@numba.njit(**GEN)
+@njit(**GEN)
 def _count_warps(addr, size, offsets, segments, transactions):
     """Add every warp's transactions per segment size to ``transactions``; return the
     bytes used (union of each warp's byte ranges) and the warps with an access."""

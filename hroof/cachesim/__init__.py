@@ -5,9 +5,6 @@ The model is defined in ``docs/cache-model.md``. Feed a trace as chunks of
 :func:`simulate` on an iterable of chunks.
 """
 
-from pathlib import Path
-
-from hroof._base.jit import drop_stale_caches
 from hroof.cachesim.config import (
     HierarchyConfig,
     LevelConfig,
@@ -18,22 +15,6 @@ from hroof.cachesim.config import (
     parse_size,
 )
 from hroof.cachesim.result import SCHEMA, CoreCounts, LevelResult, MemoryResult, SimResult
-
-#: The modules of this package that compile kernels (``cache=True``): they call and
-#: inline one another's, so their cached machine code goes stale together.
-_KERNEL_SOURCES = (
-    "../_base/jit.py",
-    "_kernels.py",
-    "_mrc_kernels.py",
-    "_mrc_scan.py",
-    "_multicore_kernels.py",
-    "_policy_kernels.py",
-    "_prefetch_kernels.py",
-    "_shadow_kernels.py",
-    "_split_kernels.py",
-    "_stream_kernels.py",
-)
-drop_stale_caches(Path(__file__).parent, _KERNEL_SOURCES)
 
 _LAZY = {"Simulator", "simulate", "simulate_arrays"}
 #: Names that moved to :mod:`hroof.machine` (which machine a name means is the machine

@@ -64,9 +64,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._shadow_kernels import (  # noqa: F401 (re-exported to the policy kernels)
     PREFETCH_AHEAD,
     S_HEAD,

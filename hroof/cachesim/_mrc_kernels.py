@@ -10,10 +10,9 @@ holds the plain-Python twins.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numba.core import config
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim import _kernels as K
 from hroof.cachesim._shadow_kernels import PREFETCH_AHEAD, _prefetch, _u
 

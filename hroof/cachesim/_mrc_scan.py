@@ -9,9 +9,8 @@ plain filter.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._mrc_kernels import TRACE_OPS, _mix_top, _take_flagged, _top
 
 #: Accesses of a stripe of :func:`scan_claim` (16 Ki: about 10 microseconds of work, so the

@@ -42,9 +42,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._kernels import (
     C_BINV,
     C_COMP,

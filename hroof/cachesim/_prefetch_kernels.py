@@ -41,9 +41,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._shadow_kernels import _hash
 
 PF_BIT = np.int64(1) << np.int64(62)

@@ -65,12 +65,12 @@ from collections import namedtuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils, config
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 

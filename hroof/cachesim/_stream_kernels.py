@@ -7,9 +7,8 @@ access of the chunk, and touch no cache state.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.cachesim._kernels import EV_BITS, KIND_LOAD, KIND_NT, KIND_STORE
 
 

@@ -21,7 +21,9 @@ from contextlib import suppress
 
 import hroof
 from hroof._base.errors import HroofError
+from hroof._base.jit import notify_compiles
 from hroof._base.outdir import signals_raise
+from hroof._base.progress import shown_on
 from hroof.cli import (
     accel,
     demo,
@@ -36,6 +38,7 @@ from hroof.cli import (
     study,
     sweep,
     table,
+    warm,
 )
 from hroof.studies.executor import PointsFailed
 
@@ -43,7 +46,7 @@ from hroof.studies.executor import PointsFailed
 #: ``register(sub, machine_sub)`` adding its subcommands.
 COMMANDS = (
     simulate, sweep, mrc, study, run, demo, machine, measure, energy, spmv_blocking, table,
-    accel, gpu_threads,
+    accel, gpu_threads, warm,
 )  # fmt: skip
 
 
@@ -71,6 +74,7 @@ examples:
   hroof run stencil7 n=128 --predict          run it natively: measured vs predicted
   hroof simulate --trace run.din --flops 1e6  per-level table of a Dinero trace
   hroof machine show skylake-sp               a machine: levels, bandwidths, peak
+  hroof warm                                  compile every kernel ahead (once)
 
 Bad input exits with status 2 and one line on stderr."""
 
@@ -146,6 +150,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
+    if not getattr(args, "quiet", False) and shown_on(sys.stderr):
+        notify_compiles(sys.stderr)  # one line if the kernels compile (the first run)
     try:
         return args.func(args)
     except PointsFailed as exc:  # the others finished: status 1, not 2

@@ -16,9 +16,9 @@ when ``p`` is the innermost loop (the real kernel's right). Every run adds
 
 from __future__ import annotations
 
-from numba import njit, uint64
+from numba import uint64
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.native.core import FLOATS, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 

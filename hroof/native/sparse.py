@@ -8,9 +8,7 @@ kept in a register and ``y[i]`` stored once, as in the trace.
 
 from __future__ import annotations
 
-from numba import njit
-
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.native.core import FLOATS, INDICES, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 

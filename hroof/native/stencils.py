@@ -25,9 +25,9 @@ sweep towards overflow.
 
 from __future__ import annotations
 
-from numba import njit, uint64
+from numba import uint64
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.native.core import FLOATS, Prepared, arena, fill, native, restorer, snapshot
 from hroof.traces.kernels import Plan
 

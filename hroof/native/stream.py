@@ -9,9 +9,7 @@ bypasses the caches. The scalar ``q`` (``a`` for DAXPY) is 3.0.
 
 from __future__ import annotations
 
-from numba import njit
-
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof.native.core import FLOATS, Prepared, arena, fill, native
 from hroof.traces.kernels import Plan
 

@@ -16,9 +16,6 @@ the file formats of ``docs/architecture.md`` ("Trace files"): npz, Dinero din an
 lackey.
 """
 
-from pathlib import Path
-
-from hroof._base.jit import drop_stale_caches
 from hroof.traces.io import (
     DEFAULT_CHUNK,
     FORMATS,
@@ -44,20 +41,6 @@ from hroof.traces.kernels import (
     register_kernel,
     unregister_kernel,
 )
-
-#: The modules of this package that compile kernels (``cache=True``): the generators call
-#: one another's helpers, so their cached machine code goes stale together.
-_KERNEL_SOURCES = (
-    "../_base/jit.py",
-    "_text_kernels.py",
-    "dense.py",
-    "kernels.py",
-    "sampled.py",
-    "sparse.py",
-    "stencils.py",
-    "stream.py",
-)
-drop_stale_caches(Path(__file__).parent, _KERNEL_SOURCES)
 
 __all__ = [
     "DEFAULT_CHUNK",

@@ -20,9 +20,8 @@ never loads Numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from hroof._base.jit import JIT
+from hroof._base.jit import JIT, njit
 from hroof._base.kinds import LOAD, STORE
 
 _MAX_SIZE = (1 << 32) - 1

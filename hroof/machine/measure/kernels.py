@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import re
 
-import numba
 import numpy as np
 
-from hroof._base.jit import MICRO
+from hroof._base.jit import MICRO, njit
 
 #: fastmath flags that allow fusing a multiply and an add (``contract``) but do
 #: not reassociate, so the dependency chains stay as written.
@@ -48,7 +47,7 @@ _BASE = MICRO
 
 
 # ----------------------------------------------------------------------- compute
-@numba.njit(fastmath=FUSE, **_BASE)
+@njit(fastmath=FUSE, **_BASE)
 def fma4(x, reps, a, c):  # pragma: no cover (jitted)
     """``reps`` passes over ``x``; per element a chain of 4 ``b = b*a + c``: 8 flops."""
     n = x.shape[0]
@@ -63,7 +62,7 @@ def fma4(x, reps, a, c):  # pragma: no cover (jitted)
     return x[0]
 
 
-@numba.njit(fastmath=FUSE, **_BASE)
+@njit(fastmath=FUSE, **_BASE)
 def fma8(x, reps, a, c):  # pragma: no cover (jitted)
     """As :func:`fma4` with a chain of 8: 16 flops per element and pass."""
     n = x.shape[0]
@@ -82,7 +81,7 @@ def fma8(x, reps, a, c):  # pragma: no cover (jitted)
     return x[0]
 
 
-@numba.njit(fastmath=False, **_BASE)
+@njit(fastmath=False, **_BASE)
 def mul_add4(x, reps, a, c):  # pragma: no cover (jitted)
     """:func:`fma4` compiled without ``contract``: separate multiply and add, 8 flops."""
     n = x.shape[0]
@@ -97,7 +96,7 @@ def mul_add4(x, reps, a, c):  # pragma: no cover (jitted)
     return x[0]
 
 
-@numba.njit(fastmath=False, **_BASE)
+@njit(fastmath=False, **_BASE)
 def mul_add8(x, reps, a, c):  # pragma: no cover (jitted)
     """:func:`fma8` compiled without ``contract``: separate multiply and add, 16 flops."""
     n = x.shape[0]
@@ -116,7 +115,7 @@ def mul_add8(x, reps, a, c):  # pragma: no cover (jitted)
     return x[0]
 
 
-@numba.njit(fastmath=FUSE, **_BASE)
+@njit(fastmath=FUSE, **_BASE)
 def scalar8(x, reps, a, c):  # pragma: no cover (jitted)
     """Eight independent scalar chains ``b = b*a + c``, ``reps`` steps: 16 flops a step.
 
@@ -166,7 +165,7 @@ def compute_flops(kernel: str, n: int, reps: int) -> int:
 
 
 # --------------------------------------------------------------------- bandwidth
-@numba.njit(fastmath=REDUCE, **_BASE)
+@njit(fastmath=REDUCE, **_BASE)
 def read(a, reps):  # pragma: no cover (jitted)
     """Sum ``a`` ``reps`` times: 8 bytes read per element and pass.
 
@@ -184,7 +183,7 @@ def read(a, reps):  # pragma: no cover (jitted)
     return s
 
 
-@numba.njit(fastmath=REDUCE, **_BASE)
+@njit(fastmath=REDUCE, **_BASE)
 def write(a, reps, v):  # pragma: no cover (jitted)
     """Fill ``a`` with ``v + pass``: 8 bytes written per element and pass."""
     for r in range(reps):
@@ -194,7 +193,7 @@ def write(a, reps, v):  # pragma: no cover (jitted)
     return a[0]
 
 
-@numba.njit(fastmath=REDUCE, **_BASE)
+@njit(fastmath=REDUCE, **_BASE)
 def copy(a, b, reps):  # pragma: no cover (jitted)
     """Copy ``a`` to ``b`` and back, ``reps`` copies: 16 bytes per element and copy."""
     for r in range(reps):
@@ -207,7 +206,7 @@ def copy(a, b, reps):  # pragma: no cover (jitted)
     return a[0] + b[0]
 
 
-@numba.njit(fastmath=REDUCE, **_BASE)
+@njit(fastmath=REDUCE, **_BASE)
 def triad(a, b, c, reps, s):  # pragma: no cover (jitted)
     """STREAM triad ``a = b + s*c``, ``reps`` times: 24 bytes per element and pass."""
     for _ in range(reps):
@@ -258,7 +257,7 @@ def _fresh(kernel: str) -> tuple:
     opts.pop("cache", None)
     opts.pop("boundscheck", None)
     opts.pop("nopython", None)
-    return numba.njit(**opts)(fn.py_func)
+    return njit(**opts)(fn.py_func)
 
 
 def instruction_census(kernel: str, dtype=np.float64) -> dict[str, int]:
