@@ -61,7 +61,7 @@ def paths(tmp: Path) -> dict[str, list[str]]:
         p[f"simulate-{m}"] = [*S64, "--machine", m, "--engine", "numba"]
     p["no-classify"] = [*S64, "--no-classify"]
     p["threads-2"] = [*S64, "--threads", "2"]
-    p["cores-4"] = [*S64, "cores=4"]
+    p["cores-4"] = ["simulate", "stencil7", "n=64", "cores=4", "--quiet"]
     p["prefetch"] = [*S64, "--machine", str(_prefetch_machine(tmp))]
     p["sample-sets"] = [*S64, "--sample-sets", "1/16"]
     p["mrc"] = ["mrc", "stencil7", "n=64", "--quiet"]

@@ -10,8 +10,8 @@ reports ``timing.simulate_s`` (the simulation, not the trace generation) and the
 events that reach the shared level. Rounds are interleaved and the best of each
 kept (the machine is a noisy, shared 2-core VM); the JIT is loaded first.
 ``--machine skylake-sp`` times the preset's exclusive shared L3 instead (both
-sides then run access by access: the single-core policy kernel against the
-several-cores one, :mod:`hroof.cachesim._multicore_kernels`). Usage::
+sides then run access by access in the access engine, one core's map against
+several cores', :mod:`hroof.cachesim._split_kernels`). Usage::
 
     python bench/cores.py [--n 128] [--repeat 3] [--classify] [--machine NAME]
 """

@@ -17,11 +17,15 @@ simulation alone, the JIT load kept apart by the simulator's warm-up):
   distance 1) and every level NINE (L1 as a plain pass, then the split
   kernel, with prefetches).
 
+With ``--base-all``, every policy and prefetcher case runs on ``--base`` too
+(``... (base)`` rows, and the ratio of this tree to the base on each): how a change
+to the access engine moved each path.
+
 Rounds are interleaved and the best of each kept (the machine is a noisy,
 shared 2-core VM). Usage::
 
     git archive BASE | tar -x -C /tmp/base
-    python bench/inclusion.py --base /tmp/base [--repeat 3] [--classify]
+    python bench/inclusion.py --base /tmp/base [--repeat 3] [--classify] [--base-all]
 """
 
 from __future__ import annotations
@@ -67,13 +71,19 @@ def main() -> int:
     ap.add_argument("--base", type=Path, required=True, help="checkout of the code before")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--classify", action="store_true", help="classify misses (3C) too")
+    ap.add_argument("--base-all", action="store_true", help="every case on --base as well")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cases = {"before": (args.base, GENERIC), "after": (HERE, GENERIC)}
+        variants = {}
         for policy in ("exclusive", "victim", "inclusive"):
-            cases[f"{policy} L3"] = (HERE, machine_with("L3", "inclusion", policy, Path(tmp)))
+            variants[f"{policy} L3"] = machine_with("L3", "inclusion", policy, Path(tmp))
         for pf in ("next-line", "adjacent", "stride"):
-            cases[f"{pf} L2"] = (HERE, machine_with("L2", "prefetch", pf, Path(tmp)))
+            variants[f"{pf} L2"] = machine_with("L2", "prefetch", pf, Path(tmp))
+        for name, machine in variants.items():
+            cases[name] = (HERE, machine)
+            if args.base_all:
+                cases[f"{name} (base)"] = (args.base, machine)
         best = dict.fromkeys(cases, float("inf"))
         results = {}
         for _ in range(args.repeat):
@@ -91,8 +101,14 @@ def main() -> int:
           f"best of {args.repeat}; plain counts before == after: {same}")  # fmt: skip
     for name, t in best.items():
         mem = results[name]["memory"]["bytes"]
-        print(f"  {name:<14} {t:7.3f} s  {n / t / 1e6:6.1f} M acc/s  x{t / best['after']:.2f} "
-              f"of after   memory {mem / 2**20:8.1f} MiB")  # fmt: skip
+        vs = ""
+        if f"{name} (base)" in best:
+            vs = f"  this tree / base x{t / best[f'{name} (base)']:.2f}"
+            same = same and results[name]["levels"] == results[f"{name} (base)"]["levels"]
+        print(f"  {name:<21} {t:7.3f} s  {n / t / 1e6:6.1f} M acc/s  x{t / best['after']:.2f} "
+              f"of after   memory {mem / 2**20:8.1f} MiB{vs}")  # fmt: skip
+    if args.base_all:
+        print(f"every case's levels equal on both trees: {same}")
     return 0 if same else 1
 
 

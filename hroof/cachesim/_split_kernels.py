@@ -68,11 +68,12 @@ from hroof.cachesim._policy_kernels import (
     P_EXCLUSIVE,
     P_INCLUSIVE,
     _after,
-    _base,
+    _drop,
     _insert_up,
-    _invalidate_above,
-    _mark_seen,
+    _key,
+    _mb,
     _passes,
+    _seen,
     _send_down,
 )
 from hroof.cachesim._prefetch_kernels import (
@@ -108,34 +109,42 @@ def trace_events(addr: np.ndarray, line_bits: int, kind: np.ndarray) -> np.ndarr
     return ev
 
 
+def room_needed(mc) -> int:
+    """The flag pages one event of :func:`split_pass` may open (the driver grows the
+    tables by this many when the pass stops for them): its line's page, and with several
+    cores its line's under every core's key and the shared one."""
+    cores = int(mc.meta[0])
+    return cores + 1 if cores > 1 else 1
+
+
 #: How many events ahead the victim of the top level's fill is read (its set was
 #: prefetched ``PREFETCH_AHEAD`` events ahead).
 HALF_AHEAD = PREFETCH_AHEAD // 2
 
 
 @njit(**JIT)
-def _writeback_in(j, v, geo, st, fl, sh, pol, pf, classify):
-    """A writeback of ``v`` (sent and counted by the plain pass above) arrives at level
-    ``j``: as :func:`hroof.cachesim._policy_kernels._send_down` after its first step."""
+def _writeback_in(c, j, v, geo, st, mc, fl, sh, pol, pf, classify):
+    """A writeback of ``v`` (sent and counted by the plain pass above) arrives at core
+    ``c``'s level ``j``: as :func:`hroof.cachesim._policy_kernels._send_down` after its
+    first step."""
     ctr = st.ctr
-    ctr[j, C_WB_IN] += 1
+    ctr[c, j, C_WB_IN] += 1
     if classify:
-        _mark_seen(fl, j, v)
-        _sh_touch(sh, j, v, True)
-    victim = touch(st.tags, _base(geo, j, v), geo.ways[j], v, 1)
+        _seen(fl, j, v, _key(mc, c, j))
+        _sh_touch(sh, mc.vlv[c, j], v, True)
+    victim = touch(st.tags, _mb(geo, mc, c, j, v), geo.ways[j], v, 1)
     if victim >= 0:
         if victim & PF_BIT:
-            pf.ctr[j, PC_USELESS] += 1
+            pf.ctr[mc.vlv[c, j], PC_USELESS] += 1
         dirty = (victim & 1) != 0
         if dirty or pol[j] == P_INCLUSIVE or (j + 1 < geo.nlevels and _passes(pol, j + 1)):
-            _send_down(
-                j, (victim >> 1) & LINE_MASK, dirty, True, geo, st, fl, sh, pol, pf, classify
-            )
+            v = (victim >> 1) & LINE_MASK
+            _send_down(c, j, v, dirty, True, geo, st, mc, fl, sh, pol, pf, classify)
 
 
 @njit(**JIT)
 def _guess(pf, lvl, hint, line):
-    """The line level ``lvl``'s prefetcher would likely request after a lookup of ``line``
+    """The line (virtual) level ``lvl``'s prefetcher would likely request after a lookup of ``line``
     (a hint for reading ahead, never used as a value): the next line, the other line of
     the pair, or the line a stride ahead on the stream of ``line``'s page as it stands."""
     if hint == 1:
@@ -153,41 +162,44 @@ def _guess(pf, lvl, hint, line):
 
 
 @njit(**JIT)
-def _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits):
+def _hint_victim(c, top, line, victims_below, geo, tags, mc, fl, sh, pt_bits):
     """Start reading, at level ``top + 1``, the state of the line that level ``top`` would
     evict to insert ``line`` (its least recently used line, if that goes down: dirty, or
     clean into an exclusive or victim level). A hint only."""
-    v = tags[_base(geo, top, line) + geo.ways[top] - 1]
+    v = tags[_mb(geo, mc, c, top, line) + geo.ways[top] - 1]
     if v >= 0 and top + 1 < geo.nlevels and ((v & 1) != 0 or victims_below):
         v = (v >> 1) & LINE_MASK
-        _prefetch(tags, _base(geo, top + 1, v))
-        _sh_prefetch(sh, top + 1, v)
+        _prefetch(tags, _mb(geo, mc, c, top + 1, v))
+        _sh_prefetch(sh, mc.vlv[c, top + 1], v)
         _flag_prefetch(fl, v, pt_bits)
 
 
 @njit(**JIT)
-def _read_below(top, line, victims_below, geo, tags, fl, sh, pt_bits):
+def _read_below(c, top, line, victims_below, geo, tags, mc, fl, sh, pt_bits):
     """Start reading the state of ``line`` below level ``top`` (its sets and shadow pairs),
     and of the victim of its fill at ``top`` (:func:`_hint_victim`): for a lookup or a
     prefetch request that level ``top`` lacks (a hint only)."""
     for u in range(top + 1, geo.nlevels):
-        _prefetch(tags, _base(geo, u, line))
-        _sh_prefetch(sh, u, line)
-    _hint_victim(top, line, victims_below, geo, tags, fl, sh, pt_bits)
+        _prefetch(tags, _mb(geo, mc, c, u, line))
+        _sh_prefetch(sh, mc.vlv[c, u], line)
+    _hint_victim(c, top, line, victims_below, geo, tags, mc, fl, sh, pt_bits)
 
 
 def _make_split_pass(CLASSIFY):
     """Build :func:`split_pass` with classification on or off (a compile-time constant)."""
 
     @njit(**JIT)
-    def split_pass(top, ev, size, start, geo, st, fl, sh, pol, pf, act, akind):
-        """Run events ``start..`` that level ``top - 1``'s plain pass sent down (packed
-        ``line << EV_BITS | kind``, ``size`` the bytes of forwarded stores) through levels
-        ``top ..``, each as the access-by-access kernel runs it below level ``top - 1``.
+    def split_pass(c, top, ev, size, start, geo, st, mc, fl, sh, pol, pf, act, akind):
+        """Run core ``c``'s events ``start..`` through its levels ``top ..``: what level
+        ``top - 1``'s plain pass sent down, or (``top`` 0) the trace's accesses as events
+        (:func:`trace_events`); packed ``line << EV_BITS | kind``, ``size`` the bytes of
+        forwarded stores (at the top level, the accesses' sizes).
 
-        ``act`` and ``akind`` are scratch arrays of one slot per level. Returns the
-        index reached: ``len(ev)`` unless the classification tables must grow first
-        (the driver grows them and calls again from there).
+        ``mc`` maps each core's levels (:class:`hroof.cachesim._policy_kernels.Cores`;
+        one core: ``one_core``), ``st.ctr`` is (cores + 1, levels, NCTR). ``act`` and
+        ``akind`` are scratch arrays of one slot per level. Returns the index reached:
+        ``len(ev)`` unless the classification tables must grow first (the driver grows
+        them by ``room_needed(mc)`` pages and calls again from there).
         """
         n = ev.shape[0]
         tags = st.tags
@@ -196,19 +208,24 @@ def _make_split_pass(CLASSIFY):
         nlev = geo.nlevels
         pages_cap = fl.pages.shape[0] // PAGE
         pt_cap = fl.pt_keys.shape[0]
+        # The flag pages one event may open: its line's, under its core's key and the
+        # shared one, and through an inclusive shared level's eviction every other core's.
+        room = mc.meta[0] + 1 if mc.meta[0] > 1 else 1
+        vtop = mc.vlv[c, top]
         pf_first = nlev
         for u in range(nlev - 1, -1, -1):
-            if pf.kind[u] != 0:
+            if pf.kind[mc.vlv[c, u]] != 0:
                 pf_first = u
+        vfirst = mc.vlv[c, pf_first] if pf_first < nlev else 0
         victims_below = top + 1 < nlev and _passes(pol, top + 1)
         # Which line the first prefetcher requests, to read ahead (_guess): 1 next-line,
         # 2 the other line of the pair (adjacent, 64-byte lines), 3 stride, 0 none.
         pf_hint = 0
-        if pf_first < nlev and pf.kind[pf_first] == PF_NEXT:
+        if pf_first < nlev and pf.kind[vfirst] == PF_NEXT:
             pf_hint = 1
-        elif pf_first < nlev and pf.kind[pf_first] == PF_ADJACENT and pf.meta[PM_PAIR_BITS] == 1:
+        elif pf_first < nlev and pf.kind[vfirst] == PF_ADJACENT and pf.meta[PM_PAIR_BITS] == 1:
             pf_hint = 2
-        elif pf_first < nlev and pf.kind[pf_first] == PF_STRIDE:
+        elif pf_first < nlev and pf.kind[vfirst] == PF_STRIDE:
             pf_hint = 3
         pt_bits = 0
         while (1 << pt_bits) < pt_cap:
@@ -228,7 +245,7 @@ def _make_split_pass(CLASSIFY):
         i = start
         while i < n:
             if CLASSIFY and (
-                fl.meta[M_NPAGES] + 1 > pages_cap or 2 * (fl.meta[M_PT_USED] + 1) > pt_cap
+                fl.meta[M_NPAGES] + room > pages_cap or 2 * (fl.meta[M_PT_USED] + room) > pt_cap
             ):
                 return i
             if CLASSIFY and i + PREFETCH_AHEAD < n:
@@ -244,8 +261,8 @@ def _make_split_pass(CLASSIFY):
                 e_ahead = ev[i + PREFETCH_AHEAD]
                 ahead = e_ahead >> EV_BITS
                 demand = (e_ahead & EV_MASK) != EV_WB
-                _prefetch(tags, _base(geo, top, ahead))
-                _sh_prefetch(sh, top, ahead)
+                _prefetch(tags, _mb(geo, mc, c, top, ahead))
+                _sh_prefetch(sh, vtop, ahead)
                 _flag_prefetch(fl, ahead, pt_bits)
                 if pf_hint != 0 and demand:
                     # The line the first prefetcher would request for it.
@@ -255,14 +272,14 @@ def _make_split_pass(CLASSIFY):
                     # (the shadow pair and the state below are read then). Below a
                     # prefetching level under the top nothing checks: every level's set
                     # and shadow pair are read here.
-                    y = _guess(pf, pf_first, pf_hint, ahead)
+                    y = _guess(pf, vfirst, pf_hint, ahead)
                     if y != ahead:  # a stride guess without a row or stride: read above
                         if pf_first == top:
-                            _prefetch(tags, _base(geo, top, y))
+                            _prefetch(tags, _mb(geo, mc, c, top, y))
                         else:
                             for u in range(pf_first, nlev):
-                                _prefetch(tags, _base(geo, u, y))
-                                _sh_prefetch(sh, u, y)
+                                _prefetch(tags, _mb(geo, mc, c, u, y))
+                                _sh_prefetch(sh, mc.vlv[c, u], y)
                 if i + HALF_AHEAD < n:
                     # A nearer event, and the line its prefetch would request: where the
                     # top level lacks them (in its set, read PREFETCH_AHEAD events ahead),
@@ -275,25 +292,29 @@ def _make_split_pass(CLASSIFY):
                     if t_soon != EV_WB:
                         # A miss at the top level as the set stands, or an NT store (it
                         # looks at every level).
-                        miss = deep and find(tags, _base(geo, top, soon), geo.ways[top], soon) < 0
+                        b_soon = _mb(geo, mc, c, top, soon)
+                        miss = deep and find(tags, b_soon, geo.ways[top], soon) < 0
                         if miss or t_soon == EV_NT or t_soon == EV_NTC:  # noqa: SIM109
-                            _read_below(top, soon, victims_below, geo, tags, fl, sh, pt_bits)
+                            _read_below(c, top, soon, victims_below, geo, tags, mc, fl, sh, pt_bits)
                         if pf_hint != 0 and pf_first == top:
-                            y = _guess(pf, pf_first, pf_hint, soon)
-                            if y != soon and find(tags, _base(geo, top, y), geo.ways[top], y) < 0:
-                                _sh_prefetch(sh, top, y)
-                                _read_below(top, y, victims_below, geo, tags, fl, sh, pt_bits)
+                            y = _guess(pf, vfirst, pf_hint, soon)
+                            b_y = _mb(geo, mc, c, top, y)
+                            if y != soon and find(tags, b_y, geo.ways[top], y) < 0:
+                                _sh_prefetch(sh, vtop, y)
+                                _read_below(
+                                    c, top, y, victims_below, geo, tags, mc, fl, sh, pt_bits
+                                )
             e = ev[i]
             line = e >> EV_BITS
             t = e & EV_MASK
             i += 1
             if t == EV_WB:
-                _writeback_in(top, line, geo, st, fl, sh, pol, pf, CLASSIFY)
+                _writeback_in(c, top, line, geo, st, mc, fl, sh, pol, pf, CLASSIFY)
                 continue
             if t == EV_NT or t == EV_NTC:  # noqa: SIM109 (plain compares for Numba)
-                _invalidate_above(
-                    tags, ctr, geo, fl, sh, pf, line, top, nlev, t == EV_NTC, C_INVAL, CLASSIFY
-                )
+                # Every copy of core c's levels dropped, a dirty one carried down.
+                carry = 1 if t == EV_NTC else 0
+                _drop(c, top, nlev, carry, line, C_INVAL, geo, st, mc, fl, sh, pf, CLASSIFY)
                 continue
             k = _READ if t == EV_LOAD else (_RFO if t == EV_RFO else _WRITE)
             # Down: look the line up at top, top + 1, ... until a level holds it.
@@ -304,54 +325,55 @@ def _make_split_pass(CLASSIFY):
                 through = _passes(pol, lv)
                 forwards = k == _WRITE and (geo.wa[lv] == 0 or through)
                 allocates = not forwards and not through
-                ctr[lv, C_LOOKUPS] += 1
+                vl = mc.vlv[c, lv]
+                ctr[c, lv, C_LOOKUPS] += 1
                 sh_hit = False
                 if CLASSIFY:
-                    sh_hit = _sh_touch(sh, lv, line, allocates)
-                b = _base(geo, lv, line)
+                    sh_hit = _sh_touch(sh, vl, line, allocates)
+                b = _mb(geo, mc, c, lv, line)
                 ways = geo.ways[lv]
                 p = find(tags, b, ways, line)
                 if p >= 0:
                     if lv >= pf_first and tags[b + p] & PF_BIT:
                         pfhit = True
                         tags[b + p] &= NO_PF
-                        pc[lv, PC_USEFUL] += 1
+                        pc[vl, PC_USEFUL] += 1
                     if k == _WRITE:
                         _to_front(tags, b, p, 1)
                     elif pol[lv] == P_EXCLUSIVE:
                         d = (tags[b + p] & 1) != 0
                         _remove(tags, b, ways, p)
                         if CLASSIFY:
-                            _sh_drop(sh, lv, line)
+                            _sh_drop(sh, vl, line)
                     else:
                         _to_front(tags, b, p, 0)
                     break
-                ctr[lv, C_MISSES] += 1
+                ctr[c, lv, C_MISSES] += 1
                 if lv == top:
                     top_misses += 1
                 cls = 0
                 if CLASSIFY:
-                    if _mark_seen(fl, lv, line):
+                    if _seen(fl, lv, line, _key(mc, c, lv)):
                         cls = 0
                     elif sh_hit:
                         cls = 2
                     else:
                         cls = 1
-                    ctr[lv, C_COMP + cls] += 1
+                    ctr[c, lv, C_COMP + cls] += 1
                 if forwards:
                     sz = np.int64(size[i - 1])
-                    ctr[lv, C_FWD] += 1
-                    ctr[lv, C_FWD_BYTES] += sz
+                    ctr[c, lv, C_FWD] += 1
+                    ctr[c, lv, C_FWD_BYTES] += sz
                     if CLASSIFY:
-                        ctr[lv, C_FWD_COMP_BYTES + cls] += sz
+                        ctr[c, lv, C_FWD_COMP_BYTES + cls] += sz
                     act[lv] = _A_FORWARD
                     lv += 1
                     continue
                 if k == _READ:
                     if CLASSIFY:
-                        ctr[lv, C_LOAD_COMP + cls] += 1
+                        ctr[c, lv, C_LOAD_COMP + cls] += 1
                 else:
-                    ctr[lv, C_WA_FILLS] += 1
+                    ctr[c, lv, C_WA_FILLS] += 1
                 act[lv] = _A_THROUGH if through else _A_FILL
                 akind[lv] = k
                 k = _READ if k == _READ else _RFO
@@ -360,15 +382,17 @@ def _make_split_pass(CLASSIFY):
             for j in range(lv - 1, top - 1, -1):
                 if act[j] != _A_FILL:
                     continue
-                _insert_up(j, line, akind[j] == _WRITE or d, geo, st, fl, sh, pol, pf, CLASSIFY)
+                dirty = akind[j] == _WRITE or d
+                _insert_up(c, j, line, dirty, geo, st, mc, fl, sh, pol, pf, CLASSIFY)
                 d = False
             if lv >= pf_first:
                 # The prefetchers run after the whole access: after the writeback of the
                 # victim of L1's fill, the event right after (split_level: top is 1).
                 if i < n and (ev[i] & EV_MASK) == EV_WB:
-                    _writeback_in(top, ev[i] >> EV_BITS, geo, st, fl, sh, pol, pf, CLASSIFY)
+                    v = ev[i] >> EV_BITS
+                    _writeback_in(c, top, v, geo, st, mc, fl, sh, pol, pf, CLASSIFY)
                     i += 1
-                _after(line, lv, pfhit, geo, st, fl, sh, pol, pf, CLASSIFY, act)
+                _after(c, line, lv, pfhit, geo, st, mc, fl, sh, pol, pf, CLASSIFY, act)
         return n
 
     return split_pass

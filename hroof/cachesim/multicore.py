@@ -15,7 +15,8 @@ events that leave its last private level (misses, writebacks, NT
 invalidations, in the order the recursive model makes them) go to the shared
 levels at once. With an exclusive, victim or inclusive level or a prefetcher,
 each grain runs access by access through the core's private levels and the
-shared ones (:mod:`hroof.cachesim._multicore_kernels`): an exclusive or victim
+shared ones in the access engine (:mod:`hroof.cachesim._split_kernels`, the steps
+in :mod:`hroof.cachesim._policy_kernels`): an exclusive or victim
 shared level takes every core's victims, an inclusive one's eviction drops the
 copies in every core's private levels, a private prefetcher acts per core and
 a shared one sees the merged stream. Both are exact, and nothing depends on
@@ -42,9 +43,9 @@ import numpy as np
 
 from hroof._base.errors import HroofError
 from hroof.cachesim import _kernels as K
-from hroof.cachesim import _multicore_kernels as MK
 from hroof.cachesim import _policy_kernels as PK
 from hroof.cachesim import _prefetch_kernels as PFK
+from hroof.cachesim import _split_kernels as SPK
 from hroof.cachesim.config import HierarchyConfig, LevelConfig
 from hroof.cachesim.result import MISS_CLASSES, CoreCounts, SimResult
 from hroof.cachesim.simulator import (
@@ -87,7 +88,7 @@ _PREFETCH_FIELDS = (
 )
 
 
-def _entry(fn, args):
+def _entry(fn, args, src: int = 1, start: int = 5):
     """The compiled specialisation of the Numba dispatcher ``fn`` for ``args``.
 
     A level pass takes four tuples of arrays, and the dispatcher resolves their
@@ -101,7 +102,8 @@ def _entry(fn, args):
     overloads = getattr(fn, "overloads", None)
     if overloads is None:
         return fn
-    fn(*args[:5], args[1].shape[0], *args[6:])  # compiles (or loads) it; simulates nothing
+    # Compiles (or loads) it, from the end of the events: simulates nothing.
+    fn(*args[:start], args[src].shape[0], *args[start + 1 :])
     sig = tuple(fn.typeof_pyval(a) for a in args)
     return overloads[sig].entry_point if sig in overloads else fn
 
@@ -147,7 +149,7 @@ def check_cores(cores, grain=GRAIN) -> tuple[int, int]:
 
 class _Policies:
     """The state of several cores on the access-by-access path
-    (:mod:`hroof.cachesim._multicore_kernels`): every core's private levels and the
+    (the access engine, :mod:`hroof.cachesim._split_kernels`): every core's private levels and the
     shared ones in one set of arrays, as *virtual* levels (core 0's private levels,
     core 1's, ..., then the shared levels once)."""
 
@@ -168,7 +170,7 @@ class _Policies:
         self.vlv = vlv
         self.voff_v = voff_v
         self.vlevels = vlevels
-        self.mc = MK.Cores(voff, vlv, np.array([cores, s], dtype=np.int64))
+        self.mc = PK.Cores(voff, vlv, np.array([cores, s], dtype=np.int64))
         nsets = np.array([lv.sets for lv in levels], dtype=np.int64)
         mask = np.array([n - 1 if n & (n - 1) == 0 else -1 for n in nsets.tolist()], np.int64)
         self.geo = K.Geometry(
@@ -191,19 +193,20 @@ class _Policies:
         self.pf = PFK.new_prefetch(vlevels, hierarchy.line_bits)
         self.pol = np.array([PK.POLICY_CODES[lv.inclusion] for lv in levels], dtype=np.int64)
         self.act = np.zeros((2, nlev), dtype=np.int64)
-        self.fn = MK.CORES_PASS[classify]
+        self.fn = SPK.SPLIT_PASS[classify]
         self.entry = None
-        self.room = cores + 1  # flag pages one access may open (cores_pass)
+        self.room = SPK.room_needed(self.mc)
 
     def run(self, c: int, addr, shift: int, size, kind) -> None:
         """Core ``c``'s accesses (each within one line) through the hierarchy."""
         n = addr.shape[0]
+        ev = SPK.trace_events(addr, shift, kind)
         i = 0
         while i < n:
-            args = (c, addr, shift, size, kind, i, self.geo, self.st, self.mc, self._fl, self.sh,
+            args = (c, 0, ev, size, i, self.geo, self.st, self.mc, self._fl, self.sh,
                     self.pol, self.pf, self.act[0], self.act[1])  # fmt: skip
             if self.entry is None:
-                self.entry = _entry(self.fn, args)
+                self.entry = _entry(self.fn, args, src=2, start=4)
             i = self.entry(*args)
             if i < n:
                 self._fl = Simulator._grown(self._fl, self.room)
@@ -213,9 +216,9 @@ class _Policies:
         args = (self.geo, self.st, self.mc, self._fl, self.sh, self.pol, self.pf, self.classify)
         for c in range(cores):
             for lvl in range(s):
-                MK.cores_flush(c, lvl, *args)
+                PK.engine_flush(c, lvl, *args)
         for lvl in range(s, self.geo.nlevels):
-            MK.cores_flush(cores, lvl, *args)
+            PK.engine_flush(cores, lvl, *args)
 
     def pf_rows(self, lvl: int, cores: int, s: int) -> np.ndarray:
         """The prefetch counters of a level: summed over the cores if it is private."""

@@ -161,6 +161,10 @@ class Simulator(GeneratedFeed):
             ctr=np.zeros((nlev, K.NCTR), dtype=np.int64),
             core=np.zeros(K.NCORE, dtype=np.int64),
         )
+        # The access engine's view of the same state: one core's map, and the counters
+        # as its one row of (cores + 1, levels, NCTR) (_policy_kernels, "Several cores").
+        self._mc = PK.one_core(self._geo)
+        self._st3 = K.State(self._st.tags, self._st.ctr.reshape(1, nlev, K.NCTR), self._st.core)
         # Per level, the buffer of events it sends to the level below (grown on demand).
         self._out_dummy = K.Events(*_event_arrays(1))
         self._out = [K.Events(*_event_arrays(1024)) for _ in range(nlev - 1)]
@@ -388,11 +392,12 @@ class Simulator(GeneratedFeed):
             src, size, kind, shift = out.ev[:nout], out.size[:nout], _NO_KIND, 0
         while i < src.shape[0]:
             i = SPK.SPLIT_PASS[self.classify](
-                self._split, src, size, i, self._geo, self._st, self._flags(self._split),
-                self._sh, self._pol, self._pf, self._act[0], self._act[1],
+                0, self._split, src, size, i, self._geo, self._st3, self._mc,
+                self._flags(self._split), self._sh, self._pol, self._pf, self._act[0],
+                self._act[1],
             )  # fmt: skip
             if i < src.shape[0]:
-                self._grow_flags(1, self._split)
+                self._grow_flags(SPK.room_needed(self._mc), self._split)
 
     def _run_pipelined(self, addr, size, kind) -> None:
         """L1 on this thread; the levels below on the worker, one chunk behind."""
@@ -427,9 +432,9 @@ class Simulator(GeneratedFeed):
         for lvl in range(nlev):
             if not self._nine and lvl >= self._split:
                 # Below the policy path's plain top levels (nothing below changes those).
-                PK.policy_flush(
-                    lvl, self._geo, self._st, self._flags(lvl), self._sh, self._pol, self._pf,
-                    self.classify,
+                PK.engine_flush(
+                    0, lvl, self._geo, self._st3, self._mc, self._flags(lvl), self._sh,
+                    self._pol, self._pf, self.classify,
                 )  # fmt: skip
                 continue
             nout, out = self._flush_plain(lvl, lvl < nlev - 1)
