@@ -196,9 +196,36 @@ def test_knl_and_haswell_presets_as_cited():
     assert [(lv.size, lv.ways, lv.sets) for lv in hsw.hierarchy.levels] == [
         (32768, 8, 64), (262144, 8, 512), (40 << 20, 20, 32768)
     ]  # fmt: skip
-    for name in ("knl", "haswell"):
+    for name in ("knl", "knl-cache", "haswell"):
         text = bundled_machines()[name].read_text()
         assert "Intel ARK" in text and "LBNL roofline lecture" in text
+        assert not load_machine(name).missing(), name  # every level's bandwidth: a bound
+        assert "ESTIMATE" in text  # the figures without a cited source say so
+
+
+def test_knl_cache_mode_puts_mcdram_in_front_of_ddr4():
+    flat, cache = load_machine("knl"), load_machine("knl-cache")
+    assert [n for n, _ in flat.all_bandwidths()] == ["L1", "L2", "MCDRAM"]
+    assert cache.all_bandwidths() == [*flat.all_bandwidths(), ("DDR4", 90.0)]
+    mcdram = cache.hierarchy.levels[2]
+    assert (mcdram.size, mcdram.ways) == (16 << 30 >> 6, 1)  # one core's 1/64, direct-mapped
+
+
+@pytest.mark.parametrize(
+    ("machine", "extra", "bound"),
+    [("knl", (), "Bound 125 GFLOP/s, bound by MCDRAM."),
+     ("knl-cache", (), "Bound 24.9 GFLOP/s, bound by DDR4."),
+     ("knl-cache", ("warmup=1",), "Bound 124 GFLOP/s, bound by MCDRAM."),
+     ("haswell", (), "Bound 37.6 GFLOP/s, bound by DRAM.")],
+)  # fmt: skip
+def test_lecture_machines_bound_a_stencil(capsys, machine, extra, bound):
+    """The lecture's KNL "DDR bound" vs "MCDRAM bound" (docs/roofline.md, "KNL: flat vs
+    cache mode"): flat mode, cache mode cold and in steady state; and Haswell's bound."""
+    code, out, err = run(capsys, "simulate", "stencil7", "n=64", *extra,
+                         "--machine", machine, "--no-classify")  # fmt: skip
+    assert code == 0, err
+    assert bound in out and "What to optimise next" in out
+    assert "'one thread' ceiling" in out  # the lecture's stacked ceilings are applied
 
 
 def test_cli_machine_show_knl(capsys):
