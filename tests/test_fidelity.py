@@ -49,6 +49,45 @@ def test_vgg16_and_mobilenet_ai_under_each_convention(gtx):
     assert ai(mob, count="macs", traffic="outputs", fused=False) == 7.5
 
 
+def test_one_article_convention_gives_both_networks_figures_and_verdicts(gtx, capsys):
+    """The article: VGG16 about 25 (compute-bound), MobileNet about 7 (memory-bound), on the
+    GTX 1080 Ti whose ridge it gives as 24; one convention, both comparisons agree."""
+    conv = network.CONVENTIONS["article"]
+    vgg = network.analyse_network(network.vgg16(), gtx, **conv)
+    mob = network.analyse_network(network.mobilenet_v1(), gtx, **conv)
+    assert (round(vgg.ai, 1), round(mob.ai, 1)) == (25.2, 7.5)
+    assert (vgg.bound, mob.bound) == ("compute", "memory")
+    assert round(vgg.flop_ridge, 1) == 23.4  # the article's 24
+    assert vgg.ai > vgg.flop_ridge and mob.ai < mob.flop_ridge  # the article's comparison
+    code, out, err = run(capsys, "network", "vgg16", "--convention", "article")
+    assert code == 0, err
+    assert "AI             25.2 op/byte vs ridge 11.7 (macs convention): compute-bound" in out
+    assert "FLOP ridge 23.4" in out and "compute-bound, the same verdict" in out
+    code, out, err = run(capsys, "network", "mobilenet", "--convention", "article")
+    assert "AI             7.5 op/byte" in out and "memory-bound, the same verdict" in out
+    code, out, err = run(capsys, "network", "vgg16", "--convention", "article", "--unfused")
+    assert code == 2 and "drop --unfused" in err
+
+
+def test_verdict_differs_under_two_flag_sets(gtx):
+    """docs/accelerators.md: MobileNet is compute-bound under --traffic outputs fused."""
+    for count in ("flops", "macs"):
+        na = network.analyse_network(network.mobilenet_v1(), gtx, count=count, traffic="outputs")
+        assert na.bound == "compute"
+
+
+def test_gemm_article_convention_puts_the_article_first(capsys):
+    code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--convention", "article")
+    assert code == 0, err
+    first, second = out.splitlines()[1:3]
+    assert first.startswith("article        AI 124.1 FLOP/byte") and "< HBM2 ridge 138.9" in first
+    assert first.endswith("memory-bound")
+    assert second.startswith("refinement     hroof's launch (64x64 tiles, split-K 2): AI 120.5")
+    assert "L2 bandwidth binds" in second
+    code, out, _ = run(capsys, "gemm", "--help")
+    assert "AI 124.1 < 138.9, memory" in out and "then hroof: AI 120.5" in out
+
+
 def test_mobilenet_gap_arithmetic():
     """docs/accelerators.md: 16.8 MB weights + 20.2 MB conv outputs + 2 x 20.2 MB of
     batch-norm and ReLU outputs + 21,888 x 4 bytes of batch-norm weights = 77.4 MB."""
