@@ -299,3 +299,28 @@ def test_energy_coefficients_keep_their_flag(name, flop, mem, level):
     assert (m.energy.flop_pj, m.energy.byte_pj[level], m.energy.constant_w) == (flop, mem, 122)
     text = bundled_machines()[name].read_text()
     assert "unverified" in text and "recalled" in text
+
+
+def test_energy_output_carries_the_flag_and_says_how_the_constant_is_charged(capsys):
+    """Choi et al.'s coefficients are flagged in every energy report, and the constant
+    term is said to be pi0 T (per unit time), not Ghane et al.'s constant E_0."""
+    assert "recalled" in load_machine("gtx580").energy.unverified
+    code, out, err = run(capsys, "energy", "triad", "n=1000", "--machine", "gtx580")
+    assert code == 0, err
+    assert "UNVERIFIED: the three figures were recalled" in out
+    assert "constant: constant power x time (Choi et al.'s pi0 T)" in out
+    assert "E_0 is one constant energy per run" in " ".join(out.split())
+    code, out, err = run(capsys, "energy", "triad", "n=1000", "--machine", "gtx580", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    model = doc["model"]
+    assert "recalled" in json.dumps(model) and "pi0 T" in json.dumps(model)
+
+
+def test_energy_unverified_must_be_text():
+    from hroof._base.errors import ConfigError
+    from hroof.machine.model import machine_from_dict
+
+    doc = {"level": [{"size": "1 KiB", "ways": 2}], "energy": {"unverified": 3}}
+    with pytest.raises(ConfigError, match=r"unverified .* must be a non-empty text"):
+        machine_from_dict(doc)

@@ -152,6 +152,7 @@ class EnergyModel:
     bandwidth_ceilings: tuple[Ceiling, ...] = ()
     source: str | None = None
     precision: str = "fp64"
+    unverified: str | None = None
 
     def __post_init__(self):
         for what, value in (("peak", self.peak), ("flop_pj", self.flop_pj)):
@@ -385,9 +386,19 @@ class EnergyModel:
                 for c in self.bandwidth_ceilings
             ],
             "source": self.source,
+            "unverified": self.unverified,
+            "constant_term": CONSTANT_TERM,
             "precision": self.precision,
         }
 
+
+#: How the constant term is charged, in words (every energy report and JSON model says it):
+#: Choi et al.'s constant power pi0 for the run's time, where Ghane et al. write a constant
+#: energy E_0 (assumed constant during the run).
+CONSTANT_TERM = (
+    "constant power x time (Choi et al.'s pi0 T): it grows with the run's time; Ghane et "
+    "al.'s E_0 is one constant energy per run, which this model does not use"
+)
 
 #: A kernel's ``dtype`` parameter -> the precision of its flops.
 DTYPE_PRECISIONS = {"float64": "fp64", "float32": "fp32"}
@@ -621,6 +632,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
         bandwidth_ceilings=tuple(machine.bandwidth_ceilings),
         source=getattr(energy, "source", None),
         precision=getattr(machine, "precision", "fp64"),
+        unverified=getattr(energy, "unverified", None),
     )
 
 
