@@ -324,3 +324,14 @@ def test_energy_unverified_must_be_text():
     doc = {"level": [{"size": "1 KiB", "ways": 2}], "energy": {"unverified": 3}}
     with pytest.raises(ConfigError, match=r"unverified .* must be a non-empty text"):
         machine_from_dict(doc)
+
+
+def test_simulate_text_has_the_carm_line(capsys):
+    """The lecture's cache-aware roofline (one AI: L1 bytes) in simulate's text output;
+    docs/carm.md's numbers for the stencil (its L1 28.0, L2 12.1, L3 2.67, DRAM 1.57)."""
+    code, out, err = run(capsys, "simulate", "stencil7", "n=16", "--no-classify")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "CARM (one AI for the run, the core's bytes: L1 + NT stores): AI 0.109 FLOP/byte" in text
+    assert "each roof at that AI: L1 28, L2 12.1, L3 2.67, DRAM 1.57 GFLOP/s" in text
+    assert "CARM bound 1.57 GFLOP/s (DRAM)" in text
