@@ -128,7 +128,8 @@ def _machine_line(model) -> str:
 
 
 def _notes(model, estimates, results=()) -> list[str]:
-    from hroof.roofline.energy import CONSTANT_TERM, precision_mismatch
+    from hroof.machine.model import CONSTANT_TERM
+    from hroof.roofline.energy import precision_mismatch
 
     out = [f"constant: {CONSTANT_TERM}"]
     other = sorted({p for r in results if (p := precision_mismatch(r, model))})

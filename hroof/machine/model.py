@@ -96,6 +96,15 @@ class Ceiling:
         return "GFLOP/s" if self.level is None else "GB/s"
 
 
+#: How the constant term is charged, in words (every energy report and JSON model says it):
+#: Choi et al.'s constant power pi0 for the run's time, where Ghane et al. write a constant
+#: energy E_0 (assumed constant during the run).
+CONSTANT_TERM = (
+    "constant power x time (Choi et al.'s pi0 T): it grows with the run's time; Ghane et "
+    "al.'s E_0 is one constant energy per run, which this model does not use"
+)
+
+
 @dataclass(frozen=True)
 class Energy:
     """The energy model's inputs (Choi et al., "A roofline model of energy", IPDPS 2013).

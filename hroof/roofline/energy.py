@@ -90,10 +90,7 @@ _MILLI = 1e-3
 
 @dataclass(frozen=True)
 class LevelCost:
-    """One level's figures: bandwidth (GB/s) and energy per byte moved at it (pJ/byte).
-
-    Either may be None (unknown) for a cache level; memory needs both.
-    """
+    """One level's bandwidth (GB/s) and pJ per byte moved; None: unknown (memory needs both)."""
 
     name: str
     bandwidth: float | None
@@ -120,8 +117,9 @@ class EnergyModel:
         Compute ceilings below the peak, highest first (GFLOP/s).
     bandwidth_ceilings : tuple of Ceiling
         Bandwidth ceilings under the levels' roofs (GB/s; ``level`` names the level).
-    source : str or None
-        Where the energy figures come from (the ``[energy] source`` text).
+    source, unverified : str or None
+        Where the energy figures come from (``[energy] source``), and why they are not
+        checked against it (``[energy] unverified``; None: checked or not said).
     precision : str
         The precision of ``peak`` and ``flop_pj`` (the machine file's ``[compute]
         precision``, fp64 unless it says otherwise). Flops in another precision are
@@ -387,18 +385,9 @@ class EnergyModel:
             ],
             "source": self.source,
             "unverified": self.unverified,
-            "constant_term": CONSTANT_TERM,
             "precision": self.precision,
         }
 
-
-#: How the constant term is charged, in words (every energy report and JSON model says it):
-#: Choi et al.'s constant power pi0 for the run's time, where Ghane et al. write a constant
-#: energy E_0 (assumed constant during the run).
-CONSTANT_TERM = (
-    "constant power x time (Choi et al.'s pi0 T): it grows with the run's time; Ghane et "
-    "al.'s E_0 is one constant energy per run, which this model does not use"
-)
 
 #: A kernel's ``dtype`` parameter -> the precision of its flops.
 DTYPE_PRECISIONS = {"float64": "fp64", "float32": "fp32"}
