@@ -335,3 +335,19 @@ def test_simulate_text_has_the_carm_line(capsys):
     assert "CARM (one AI for the run, the core's bytes: L1 + NT stores): AI 0.109 FLOP/byte" in text
     assert "each roof at that AI: L1 28, L2 12.1, L3 2.67, DRAM 1.57 GFLOP/s" in text
     assert "CARM bound 1.57 GFLOP/s (DRAM)" in text
+
+
+def test_a_network_file_marks_a_relu_in_place():
+    doc = {"name": "tiny", "input": [3, 8, 8], "layers": [
+        {"type": "conv", "out": 4, "kernel": 3, "padding": 1},
+        {"type": "relu", "in_place": True},
+        {"type": "relu"},
+    ]}  # fmt: skip
+    net = network.network_from_dict(doc)
+    costs = network.layer_costs(net, count="macs", traffic="outputs", fused="graph")
+    assert [c.fused for c in costs] == [False, True, False]
+    assert costs[2].out_bytes == 4 * 4 * 8 * 8
+    from hroof._base.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fused must be"):
+        network.layer_costs(net, fused="some")
