@@ -84,6 +84,11 @@ def test_gemm_article_convention_puts_the_article_first(capsys):
     assert first.endswith("memory-bound")
     assert second.startswith("refinement     hroof's launch (64x64 tiles, split-K 2): AI 120.5")
     assert "L2 bandwidth binds" in second
+    code, out, _ = run(capsys, "gemm", 8192, 128, 8192, "--convention", "article", "--json")
+    doc = json.loads(out)
+    assert (round(doc["article_ai"], 1), doc["article_bound"], round(doc["ai"], 1)) == (
+        124.1, "memory", 120.5
+    )  # fmt: skip
     code, out, _ = run(capsys, "gemm", "--help")
     assert "AI 124.1 < 138.9, memory" in out and "then hroof: AI 120.5" in out
 

@@ -85,14 +85,20 @@ def _bytes_text(b: float) -> str:
 
 
 # ---------------------------------------------------------------------------- gemm
-def _gemm_article_lines(a, dev) -> list[str]:
-    """``--convention article``: the article's figure and comparison (AI on unique bytes,
-    no launch, against the off-chip ridge) first, hroof's refinement second."""
+def _article_view(a):
+    """The article's GEMM comparison: (AI on unique bytes without split-K, the memory
+    level, "compute" or "memory" against that level's ridge)."""
     from hroof.accel.gemm import gemm_ai
 
     ai = gemm_ai(a.m, a.n, a.k, a.element_size)
     mem = a.levels[-1]
-    verdict = "compute" if ai >= mem.ridge else "memory"
+    return ai, mem, "compute" if ai >= mem.ridge else "memory"
+
+
+def _gemm_article_lines(a, dev) -> list[str]:
+    """``--convention article``: the article's figure and comparison (AI on unique bytes,
+    no launch, against the off-chip ridge) first, hroof's refinement second."""
+    ai, mem, verdict = _article_view(a)
     sign = ">=" if verdict == "compute" else "<"
     what = "compute" if a.binding == "compute" else f"{a.binding} bandwidth"
     split = f", split-K {a.split_k}" if a.split_k > 1 else ""
@@ -213,6 +219,9 @@ def cmd_gemm(args: argparse.Namespace) -> int:
         save_figure(gemm_figure(analyses, dev), args.plot, flag="--plot")
     if args.json:
         docs = [a.to_dict() for a in analyses]
+        if args.convention == "article":  # the article's figure and verdict, as in the text
+            ai, mem, verdict = _article_view(analyses[0])
+            docs[0].update(article_ai=ai, article_ridge=mem.ridge, article_bound=verdict)
         emit(json.dumps(docs[0] if args.sweep is None else docs, indent=2))
     elif args.sweep is None:
         emit(format_gemm(analyses[0], dev, args.convention))
