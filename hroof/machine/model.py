@@ -96,12 +96,12 @@ class Ceiling:
         return "GFLOP/s" if self.level is None else "GB/s"
 
 
-#: How the constant term is charged, in words (every energy report and JSON model says it):
+#: How the constant term is charged, in words (every `hroof energy` text report says it):
 #: Choi et al.'s constant power pi0 for the run's time, where Ghane et al. write a constant
 #: energy E_0 (assumed constant during the run).
 CONSTANT_TERM = (
-    "constant power x time (Choi et al.'s pi0 T): it grows with the run's time; Ghane et "
-    "al.'s E_0 is one constant energy per run, which this model does not use"
+    "constant power x time (Choi et al.'s pi0 T), growing with the run's time; not Ghane "
+    "et al.'s E_0, one constant energy per run"
 )
 
 
