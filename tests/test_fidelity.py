@@ -49,6 +49,50 @@ def test_vgg16_and_mobilenet_ai_under_each_convention(gtx):
     assert ai(mob, count="macs", traffic="outputs", fused=False) == 7.5
 
 
+def test_one_article_convention_gives_both_networks_figures_and_verdicts(gtx, capsys):
+    """The article: VGG16 about 25 (compute-bound), MobileNet about 7 (memory-bound), on the
+    GTX 1080 Ti whose ridge it gives as 24; one convention, both comparisons agree."""
+    conv = network.CONVENTIONS["article"]
+    vgg = network.analyse_network(network.vgg16(), gtx, **conv)
+    mob = network.analyse_network(network.mobilenet_v1(), gtx, **conv)
+    assert (round(vgg.ai, 1), round(mob.ai, 1)) == (25.2, 7.5)
+    assert (vgg.bound, mob.bound) == ("compute", "memory")
+    assert round(vgg.flop_ridge, 1) == 23.4  # the article's 24
+    assert vgg.ai > vgg.flop_ridge and mob.ai < mob.flop_ridge  # the article's comparison
+    code, out, err = run(capsys, "network", "vgg16", "--convention", "article")
+    assert code == 0, err
+    assert "AI             25.2 op/byte vs ridge 11.7 (macs convention): compute-bound" in out
+    assert "FLOP ridge 23.4" in out and "compute-bound, the same verdict" in out
+    code, out, err = run(capsys, "network", "mobilenet", "--convention", "article")
+    assert "AI             7.5 op/byte" in out and "memory-bound, the same verdict" in out
+    code, out, err = run(capsys, "network", "vgg16", "--convention", "article", "--unfused")
+    assert code == 2 and "drop --unfused" in err
+
+
+def test_verdict_differs_under_two_flag_sets(gtx):
+    """docs/accelerators.md: MobileNet is compute-bound under --traffic outputs fused."""
+    for count in ("flops", "macs"):
+        na = network.analyse_network(network.mobilenet_v1(), gtx, count=count, traffic="outputs")
+        assert na.bound == "compute"
+
+
+def test_gemm_article_convention_puts_the_article_first(capsys):
+    code, out, err = run(capsys, "gemm", 8192, 128, 8192, "--convention", "article")
+    assert code == 0, err
+    first, second = out.splitlines()[1:3]
+    assert first.startswith("article        AI 124.1 FLOP/byte") and "< HBM2 ridge 138.9" in first
+    assert first.endswith("memory-bound")
+    assert second.startswith("refinement     hroof's launch (64x64 tiles, split-K 2): AI 120.5")
+    assert "L2 bandwidth binds" in second
+    code, out, _ = run(capsys, "gemm", 8192, 128, 8192, "--convention", "article", "--json")
+    doc = json.loads(out)
+    assert (round(doc["article_ai"], 1), doc["article_bound"], round(doc["ai"], 1)) == (
+        124.1, "memory", 120.5
+    )  # fmt: skip
+    code, out, _ = run(capsys, "gemm", "--help")
+    assert "AI 124.1 < 138.9, memory" in out and "then hroof: AI 120.5" in out
+
+
 def test_mobilenet_gap_arithmetic():
     """docs/accelerators.md: 16.8 MB weights + 20.2 MB conv outputs + 2 x 20.2 MB of
     batch-norm and ReLU outputs + 21,888 x 4 bytes of batch-norm weights = 77.4 MB."""
@@ -196,9 +240,36 @@ def test_knl_and_haswell_presets_as_cited():
     assert [(lv.size, lv.ways, lv.sets) for lv in hsw.hierarchy.levels] == [
         (32768, 8, 64), (262144, 8, 512), (40 << 20, 20, 32768)
     ]  # fmt: skip
-    for name in ("knl", "haswell"):
+    for name in ("knl", "knl-cache", "haswell"):
         text = bundled_machines()[name].read_text()
         assert "Intel ARK" in text and "LBNL roofline lecture" in text
+        assert not load_machine(name).missing(), name  # every level's bandwidth: a bound
+        assert "ESTIMATE" in text  # the figures without a cited source say so
+
+
+def test_knl_cache_mode_puts_mcdram_in_front_of_ddr4():
+    flat, cache = load_machine("knl"), load_machine("knl-cache")
+    assert [n for n, _ in flat.all_bandwidths()] == ["L1", "L2", "MCDRAM"]
+    assert cache.all_bandwidths() == [*flat.all_bandwidths(), ("DDR4", 90.0)]
+    mcdram = cache.hierarchy.levels[2]
+    assert (mcdram.size, mcdram.ways) == (16 << 30 >> 6, 1)  # one core's 1/64, direct-mapped
+
+
+@pytest.mark.parametrize(
+    ("machine", "extra", "bound"),
+    [("knl", (), "Bound 125 GFLOP/s, bound by MCDRAM."),
+     ("knl-cache", (), "Bound 24.9 GFLOP/s, bound by DDR4."),
+     ("knl-cache", ("warmup=1",), "Bound 124 GFLOP/s, bound by MCDRAM."),
+     ("haswell", (), "Bound 37.6 GFLOP/s, bound by DRAM.")],
+)  # fmt: skip
+def test_lecture_machines_bound_a_stencil(capsys, machine, extra, bound):
+    """The lecture's KNL "DDR bound" vs "MCDRAM bound" (docs/roofline.md, "KNL: flat vs
+    cache mode"): flat mode, cache mode cold and in steady state; and Haswell's bound."""
+    code, out, err = run(capsys, "simulate", "stencil7", "n=64", *extra,
+                         "--machine", machine, "--no-classify")  # fmt: skip
+    assert code == 0, err
+    assert bound in out and "What to optimise next" in out
+    assert "'one thread' ceiling" in out  # the lecture's stacked ceilings are applied
 
 
 def test_cli_machine_show_knl(capsys):
@@ -233,3 +304,55 @@ def test_energy_coefficients_keep_their_flag(name, flop, mem, level):
     assert (m.energy.flop_pj, m.energy.byte_pj[level], m.energy.constant_w) == (flop, mem, 122)
     text = bundled_machines()[name].read_text()
     assert "unverified" in text and "recalled" in text
+
+
+def test_energy_output_carries_the_flag_and_says_how_the_constant_is_charged(capsys):
+    """Choi et al.'s coefficients are flagged in every energy report, and the constant
+    term is said to be pi0 T (per unit time), not Ghane et al.'s constant E_0."""
+    assert "recalled" in load_machine("gtx580").energy.unverified
+    code, out, err = run(capsys, "energy", "triad", "n=1000", "--machine", "gtx580")
+    assert code == 0, err
+    assert "UNVERIFIED: the three figures were recalled" in out
+    assert "constant: constant power x time (Choi et al.'s pi0 T)" in out
+    assert "not Ghane et al.'s E_0, one constant energy per run" in out
+    code, out, err = run(capsys, "energy", "triad", "n=1000", "--machine", "gtx580", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    model = doc["model"]
+    assert "recalled" in model["unverified"]
+
+
+def test_energy_unverified_must_be_text():
+    from hroof._base.errors import ConfigError
+    from hroof.machine.model import machine_from_dict
+
+    doc = {"level": [{"size": "1 KiB", "ways": 2}], "energy": {"unverified": 3}}
+    with pytest.raises(ConfigError, match=r"unverified .* must be a non-empty text"):
+        machine_from_dict(doc)
+
+
+def test_simulate_text_has_the_carm_line(capsys):
+    """The lecture's cache-aware roofline (one AI: L1 bytes) in simulate's text output;
+    docs/carm.md's numbers for the stencil (its L1 28.0, L2 12.1, L3 2.67, DRAM 1.57)."""
+    code, out, err = run(capsys, "simulate", "stencil7", "n=16", "--no-classify")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "CARM (one AI for the run, the core's bytes: L1 + NT stores): AI 0.109 FLOP/byte" in text
+    assert "each roof at that AI: L1 28, L2 12.1, L3 2.67, DRAM 1.57 GFLOP/s" in text
+    assert "CARM bound 1.57 GFLOP/s (DRAM)" in text
+
+
+def test_a_network_file_marks_a_relu_in_place():
+    doc = {"name": "tiny", "input": [3, 8, 8], "layers": [
+        {"type": "conv", "out": 4, "kernel": 3, "padding": 1},
+        {"type": "relu", "in_place": True},
+        {"type": "relu"},
+    ]}  # fmt: skip
+    net = network.network_from_dict(doc)
+    costs = network.layer_costs(net, count="macs", traffic="outputs", fused="graph")
+    assert [c.fused for c in costs] == [False, True, False]
+    assert costs[2].out_bytes == 4 * 4 * 8 * 8
+    from hroof._base.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fused must be"):
+        network.layer_costs(net, fused="some")

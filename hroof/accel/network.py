@@ -15,7 +15,12 @@ Counting rules (stated once, used everywhere; docs/accelerators.md repeats them)
   and shifts are its weights), max pooling ``k^2 - 1`` comparisons per output element,
   global (average) pooling ``H W`` operations per output element (``H W - 1`` adds and a
   scale). The article's memory-bound layers (activation, pooling, batch norm: AI below
-  1 FLOP/B) then show as such;
+  1 FLOP/B) then show as such. With ``fused="graph"`` the network's own layer graph
+  decides: a ReLU the network marks ``in_place`` (an activation applied inside the layer
+  before it, as Keras's ``Conv2D(activation="relu")``: no tensor of its own) costs nothing,
+  every other elementwise or pooling layer is a layer of its own. The built-in VGG16 marks
+  its ReLUs so (Keras's VGG16 defines them that way), MobileNet has separate batch-norm
+  and ReLU layers (Keras's MobileNet too);
 - **bytes** (``traffic``): ``"io"`` (the default): every counted layer moves its weights
   (bias included when it has one), its input activations and its output activations
   exactly once (no cache reuse between layers, no re-reads inside a layer):
@@ -51,7 +56,7 @@ LAYER_KEYS = {
     "dwconv": {"kernel", "stride", "padding", "bias"},
     "fc": {"out", "bias"},
     "pool": {"kernel", "stride", "padding", "global"},
-    "relu": set(),
+    "relu": {"in_place"},
     "bn": set(),
 }
 #: Layer types that are fused into the layer before them unless ``fused=False``.
@@ -60,6 +65,10 @@ ELEMENTWISE = ("relu", "bn", "pool")
 COUNTS = {"flops": 2, "macs": 1}
 #: Byte conventions (see the module docstring).
 TRAFFIC = ("io", "outputs")
+#: Named conventions: the keyword arguments of :func:`analyse_network` they stand for.
+#: ``article``: the accelerator article's VGG16 (about 25) and MobileNet (about 7) on the
+#: GTX 1080 Ti, each network's own layer graph (docs/accelerators.md).
+CONVENTIONS = {"article": {"count": "macs", "traffic": "outputs", "fused": "graph"}}
 _NEEDS_OUT = {"conv", "pwconv", "fc"}
 
 
@@ -75,6 +84,7 @@ class Layer:
     padding: int = 0
     bias: bool = True
     global_pool: bool = False
+    in_place: bool = False  # a ReLU inside the layer before it (see fused="graph")
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,7 @@ def layer_from_dict(d: dict, where: str = "layer") -> Layer:
         padding=num("padding", 0, least=0),
         bias=flag("bias", kind in ("conv", "pwconv", "dwconv", "fc")),
         global_pool=flag("global", False),
+        in_place=flag("in_place", False),
     )
 
 
@@ -200,17 +211,20 @@ def vgg16() -> Network:
 
     13 3x3 convolutions (padding 1) with biases, each followed by a ReLU, 5 2x2 max pools,
     3 fully-connected layers (a ReLU after the first two): 15.47 G MACs (30.9 GFLOP) and
-    138,357,544 parameters. The ReLUs and pools are fused unless ``fused=False``.
+    138,357,544 parameters. The ReLUs and pools are fused unless ``fused=False``; the
+    ReLUs are ``in_place`` (Keras's VGG16: ``Conv2D(..., activation="relu")``, the pools
+    ``MaxPooling2D`` layers of their own), which ``fused="graph"`` follows.
     """
     layers = []
     for block, (channels, convs) in enumerate([(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]):
         for j in range(convs):
             name = f"conv{block + 1}_{j + 1}"
             layers.append(Layer("conv", name, channels, 3, 1, 1))
-            layers.append(Layer("relu", f"{name}_relu", None, 1, 1, 0, False))
+            layers.append(Layer("relu", f"{name}_relu", None, 1, 1, 0, False, in_place=True))
         layers.append(Layer("pool", f"pool{block + 1}", None, 2, 2, 0, False))
     for name, out in (("fc6", 4096), ("fc7", 4096)):
-        layers += [Layer("fc", name, out), Layer("relu", f"{name}_relu", None, 1, 1, 0, False)]
+        relu = Layer("relu", f"{name}_relu", None, 1, 1, 0, False, in_place=True)
+        layers += [Layer("fc", name, out), relu]
     layers.append(Layer("fc", "fc8", 1000))
     return Network("VGG16", (3, 224, 224), tuple(layers))
 
@@ -305,13 +319,14 @@ def layer_costs(
     batch: int = 1,
     *,
     count: str = "flops",
-    fused: bool = True,
+    fused: bool | str = True,
     traffic: str = "io",
 ) -> list[LayerCost]:
     """Per-layer counts of ``net`` at ``dtype`` (element size) and ``batch``.
 
     ``count`` is ``"flops"`` (a MAC is 2 operations) or ``"macs"`` (1); ``fused`` folds
     ReLU, batch norm and pooling into the layer before them (0 operations, 0 bytes);
+    ``fused="graph"`` folds only the ReLUs the network marks ``in_place``;
     ``traffic`` is ``"io"`` (weights, inputs and outputs) or ``"outputs"`` (weights and
     outputs only). See the module docstring.
     """
@@ -319,6 +334,8 @@ def layer_costs(
     batch = positive_int(batch, "batch")
     per_mac = COUNTS[_choice(count, COUNTS, "count")]
     inputs = _choice(traffic, TRAFFIC, "traffic") == "io"
+    if fused not in (True, False, "graph"):
+        raise ConfigError(f"fused must be true, false or 'graph', got {fused!r}")
     c, h, w = net.input
     out = []
     for lay in net.layers:
@@ -357,7 +374,7 @@ def layer_costs(
                 macs, params = c * h * w, 2 * c
             else:
                 ops, params = c * h * w, 0
-        skip = fused and lay.type in ELEMENTWISE
+        skip = lay.in_place if fused == "graph" else fused and lay.type in ELEMENTWISE
         out.append(
             LayerCost(
                 name=lay.name,
@@ -428,13 +445,19 @@ class NetworkAnalysis:
     time_s: float
     achieved: float = field(default=0.0)
     count: str = "flops"
-    fused: bool = True
+    fused: bool | str = True
     traffic: str = "io"
 
     @property
     def unit(self) -> str:
         """``"FLOP"`` or ``"op"`` (a MAC counted once): the unit of the operation counts."""
         return "FLOP" if self.count == "flops" else "op"
+
+    @property
+    def flop_ridge(self) -> float:
+        """The device's ridge in FLOP/byte (a FMA counted as 2), whatever ``count`` is:
+        the ridge the accelerator article compares its MAC-counted AIs with."""
+        return self.ridge * 2 / COUNTS[self.count]
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "layers"}
@@ -447,7 +470,7 @@ def analyse_network(
     batch: int = 1,
     *,
     count: str = "flops",
-    fused: bool = True,
+    fused: bool | str = True,
     traffic: str = "io",
 ) -> NetworkAnalysis:
     """Per-layer and whole-network roofline bounds of ``net`` on ``dev`` (memory roof).

@@ -85,14 +85,47 @@ def _bytes_text(b: float) -> str:
 
 
 # ---------------------------------------------------------------------------- gemm
-def format_gemm(a, dev) -> str:
-    """The ``hroof gemm`` report of one analysis."""
+def _article_view(a):
+    """The article's GEMM comparison: (AI on unique bytes without split-K, the memory
+    level, "compute" or "memory" against that level's ridge)."""
+    from hroof.accel.gemm import gemm_ai
+
+    ai = gemm_ai(a.m, a.n, a.k, a.element_size)
+    mem = a.levels[-1]
+    return ai, mem, "compute" if ai >= mem.ridge else "memory"
+
+
+def _gemm_article_lines(a, dev) -> list[str]:
+    """``--convention article``: the article's figure and comparison (AI on unique bytes,
+    no launch, against the off-chip ridge) first, hroof's refinement second."""
+    ai, mem, verdict = _article_view(a)
+    sign = ">=" if verdict == "compute" else "<"
+    what = "compute" if a.binding == "compute" else f"{a.binding} bandwidth"
+    split = f", split-K {a.split_k}" if a.split_k > 1 else ""
+    refined = (
+        f"refinement     hroof's launch ({a.tile[0]}x{a.tile[1]} tiles{split}): AI {a.ai:,.1f} "
+        f"on {mem.name}"
+        + (" with split-K's partial sums" if a.split_k > 1 else "")
+        + f"; {a.bound}-bound ({what} binds: {a.attainable:,.0f} GFLOP/s); class {a.klass}-bound"
+    )
+    return [
+        f"article        AI {ai:,.1f} FLOP/byte (2 M N K over A, B read and C written once) "
+        f"{sign} {mem.name} ridge {mem.ridge:.1f} ({dev.peak:,.0f} / {mem.bandwidth:,.0f}): "
+        f"{verdict}-bound",
+        refined,
+    ]
+
+
+def format_gemm(a, dev, convention: str | None = None) -> str:
+    """The ``hroof gemm`` report of one analysis; with ``convention="article"`` the
+    article's comparison and hroof's refinement open it."""
     from hroof.accel.gemm import gemm_ai
 
     split = f", split-K {a.split_k} slices" if a.split_k > 1 else ""
     lines = [
         f"GEMM {a.m} x {a.n} x {a.k} (M x N x K), {a.dtype} ({a.element_size} bytes), tile "
         f"{a.tile[0]}x{a.tile[1]}{split}, on {a.device}",
+        *(_gemm_article_lines(a, dev) if convention == "article" else []),
         f"flops          {_flops_text(a.flops)} (2 M N K)",
         f"AI             {a.ai:,.1f} FLOP/byte on unique bytes (A and B read once, C written once"
         + (
@@ -160,6 +193,11 @@ def cmd_gemm(args: argparse.Namespace) -> int:
     split = args.split_k
     if split is not None and split < 1:
         raise HroofError(f"--split-k must be a positive whole number, got {split}")
+    if args.sweep is not None and args.convention is not None:
+        raise HroofError(
+            "--convention applies to one shape; with --sweep the table's 'article' column "
+            "gives the article's verdict"
+        )
     if args.sweep is not None:
         from hroof.studies.sweep import parse_values
 
@@ -181,9 +219,12 @@ def cmd_gemm(args: argparse.Namespace) -> int:
         save_figure(gemm_figure(analyses, dev), args.plot, flag="--plot")
     if args.json:
         docs = [a.to_dict() for a in analyses]
+        if args.convention == "article":  # the article's figure and verdict, as in the text
+            ai, mem, verdict = _article_view(analyses[0])
+            docs[0].update(article_ai=ai, article_ridge=mem.ridge, article_bound=verdict)
         emit(json.dumps(docs[0] if args.sweep is None else docs, indent=2))
     elif args.sweep is None:
-        emit(format_gemm(analyses[0], dev))
+        emit(format_gemm(analyses[0], dev, args.convention))
     else:
         cols = [
             Col("M", gap=0),
@@ -250,16 +291,22 @@ def _counting(na) -> str:
         else "weights and output activations once (--traffic outputs: the article's "
         "Kernel Mem + Output Mem)"
     )
-    fused = (
-        "ReLU, batch norm and pooling fused into the layer before (the default; --unfused "
-        "to count them)"
-        if na.fused
-        else "ReLU, batch norm and pooling are layers of their own (--unfused)"
-    )
+    if na.fused == "graph":
+        fused = (
+            "the network's own layer graph: a ReLU inside the layer before it costs nothing, "
+            "every other ReLU, batch norm and pooling is a layer of its own"
+        )
+    elif na.fused:
+        fused = (
+            "ReLU, batch norm and pooling fused into the layer before (the default; --unfused "
+            "to count them)"
+        )
+    else:
+        fused = "ReLU, batch norm and pooling are layers of their own (--unfused)"
     return f"counting: {ops}\nbytes:    {moved}\nlayers:   {fused}"
 
 
-def format_network(na) -> str:
+def format_network(na, convention: str | None = None) -> str:
     """The ``hroof network`` report: per-layer table and the network's totals."""
 
     u = na.unit
@@ -300,6 +347,7 @@ def format_network(na) -> str:
     head = [
         f"{na.network} on {na.device}: {na.dtype}, batch {na.batch}; peak {na.peak:,.0f} "
         f"G{u}/s, {na.memory} {na.bandwidth:g} GB/s, ridge {na.ridge:.1f} {u}/byte",
+        *([f"convention {convention} (--convention {convention}):"] if convention else []),
         _counting(na),
         "",
     ]
@@ -311,15 +359,14 @@ def format_network(na) -> str:
     )
     n_mem = sum(lb.bound == "memory" for lb in na.layers)
     n_fused = sum(lb.bound == "fused" for lb in na.layers)
+    what = (
+        "ReLU layers inside the layer before them, not listed"
+        if na.fused == "graph"
+        else "ReLU, batch-norm and pooling layers fused, not listed: --unfused lists and "
+        "counts them"
+    )
     tail = [
-        *(
-            [
-                f"({n_fused} ReLU, batch-norm and pooling layers fused, not listed: --unfused "
-                "lists and counts them)"
-            ]
-            if n_fused
-            else []
-        ),
+        *([f"({n_fused} {what})"] if n_fused else []),
         "",
         f"total          {total}, {na.params / 1e6:,.2f} M parameters, "
         f"{na.bytes / 1e6:,.1f} MB moved",
@@ -329,7 +376,20 @@ def format_network(na) -> str:
         f"time           {seconds_text(na.time_s)} summed over layers, each at its own bound "
         f"({na.achieved:,.0f} G{u}/s on average); {n_mem} memory-bound layer(s)",
     ]
+    if na.count == "macs":
+        tail.append(_article_ridge(na))
     return "\n".join(head + text_table(cols, rows) + tail)
+
+
+def _article_ridge(na) -> str:
+    """The accelerator article's comparison: a MAC-counted AI against the ridge in FLOP/byte
+    (peak with a FMA as 2 flops), and whether it gives hroof's verdict."""
+    verdict = "compute" if na.ai >= na.flop_ridge else "memory"
+    same = "the same verdict" if verdict == na.bound else f"NOT hroof's {na.bound}-bound"
+    return (
+        f"article way    {na.ai:.1f} op/byte vs the FLOP ridge {na.flop_ridge:.1f} (a MAC once "
+        f"against a FMA twice, as the article compares): {verdict}-bound, {same}"
+    )
 
 
 def cmd_network(args: argparse.Namespace) -> int:
@@ -340,15 +400,36 @@ def cmd_network(args: argparse.Namespace) -> int:
     dev = _device(args.machine, args.dtype)
     if args.batch < 1:
         raise HroofError(f"--batch must be a positive whole number, got {args.batch}")
-    na = analyse_network(
-        net, dev, args.batch, count=args.count, fused=not args.unfused, traffic=args.traffic
-    )
+    na = analyse_network(net, dev, args.batch, **_network_convention(args))
     if args.plot:
         from hroof.plots.accel import network_figure
 
         save_figure(network_figure(na, dev), args.plot, flag="--plot")
-    emit(json.dumps(na.to_dict(), indent=2) if args.json else format_network(na))
+    if args.json:
+        emit(json.dumps({**na.to_dict(), "convention": args.convention}, indent=2))
+    else:
+        emit(format_network(na, args.convention))
     return 0
+
+
+def _network_convention(args: argparse.Namespace) -> dict:
+    """``count``, ``fused`` and ``traffic`` from --convention or the separate flags."""
+    from hroof.accel.network import CONVENTIONS
+
+    if args.convention is None:
+        return {
+            "count": args.count or "flops",
+            "fused": not args.unfused,
+            "traffic": args.traffic or "io",
+        }
+    given = [f for f, v in (("--count", args.count), ("--traffic", args.traffic),
+                            ("--unfused", args.unfused)) if v]  # fmt: skip
+    if given:
+        raise HroofError(
+            f"--convention {args.convention} sets --count, --traffic and the layers itself; "
+            f"drop {', '.join(given)}"
+        )
+    return dict(CONVENTIONS[args.convention])
 
 
 # ---------------------------------------------------------------------------- parsers
@@ -369,7 +450,10 @@ def register(sub, machine_sub=None) -> None:
         ),
         epilog=(
             "examples:\n"
-            "  hroof gemm 8192 128 8192 --machine v100 --dtype fp16   AI 124.1 < 138.9: memory\n"
+            "  hroof gemm 8192 128 8192 --convention article          article: AI 124.1 < 138.9, "
+            "memory;\n"
+            "                                                         then hroof: AI 120.5, the "
+            "L2 binds\n"
             "  hroof gemm 8192 128 8192 --tile 128x128                64 blocks: latency-bound\n"
             "  hroof gemm 8192 8192 8192 --dtype fp16                 AI 2730: compute\n"
             "  hroof gemm 8192 8192 128                               the article's M~N>>K case\n"
@@ -417,6 +501,13 @@ def register(sub, machine_sub=None) -> None:
         metavar="FILE",
         help="write the shapes on the device's roofline (.png, .svg or .pdf)",
     )
+    p.add_argument(
+        "--convention",
+        choices=("article",),
+        help="article: open the report with the accelerator article's figure and comparison "
+        "(AI on unique bytes, no split-K, against the off-chip ridge), hroof's refinement "
+        "(the launch's tiles and split-K, the L2 roof) on the line after it",
+    )
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
     p.set_defaults(func=_gemm_entry)
 
@@ -436,6 +527,8 @@ def register(sub, machine_sub=None) -> None:
             "examples:\n"
             "  hroof network vgg16 --machine gtx1080ti            compute-bound\n"
             "  hroof network mobilenet --machine gtx1080ti        memory-bound\n"
+            "  hroof network vgg16 --convention article           the article's AI 25, compute\n"
+            "  hroof network mobilenet --convention article       the article's AI 7, memory\n"
             "  hroof network my.toml --machine a100 --dtype fp16 --plot layers.png"
         ),
     )
@@ -462,7 +555,7 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument(
         "--count",
         choices=("flops", "macs"),
-        default="flops",
+        default=None,
         help="flops: a multiply-accumulate is 2 flops (default); macs: it is one operation, "
         "as the accelerator article counts (the peak is halved to match)",
     )
@@ -475,9 +568,17 @@ def register(sub, machine_sub=None) -> None:
     p.add_argument(
         "--traffic",
         choices=("io", "outputs"),
-        default="io",
+        default=None,
         help="io: each layer moves weights, input and output once (default); outputs: "
         "weights and outputs only (the article's Kernel Mem + Output Mem)",
+    )
+    p.add_argument(
+        "--convention",
+        choices=("article",),
+        help="article: the accelerator article's counting for every network (a MAC = 1 op, "
+        "weights + outputs, each network's own layer graph: a ReLU inside a convolution "
+        "free, separate batch-norm, ReLU and pooling layers counted); instead of "
+        "--count/--traffic/--unfused",
     )
     p.add_argument("--plot", metavar="FILE", help="write the per-layer roofline (.png/.svg/.pdf)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")

@@ -123,13 +123,15 @@ def _machine_line(model) -> str:
     per_byte = ", ".join(f"{lv.name} {lv.byte_pj:g}" for lv in model.levels if lv.byte_pj)
     text = (f"{model.flop_pj:g} pJ/flop ({model.precision}), {model.constant_w:g} W constant, "
             f"pJ/byte: {per_byte}")  # fmt: skip
-    return text + (f"\n({model.source})" if model.source else "")
+    text += f"\n({model.source})" if model.source else ""
+    return text + (f"\nUNVERIFIED: {model.unverified}" if model.unverified else "")
 
 
 def _notes(model, estimates, results=()) -> list[str]:
+    from hroof.machine.model import CONSTANT_TERM
     from hroof.roofline.energy import precision_mismatch
 
-    out = []
+    out = [f"constant: {CONSTANT_TERM}"]
     other = sorted({p for r in results if (p := precision_mismatch(r, model))})
     if other:
         out.append(

@@ -510,3 +510,32 @@ def format_cores(result: SimResult) -> str:
         lines.append("(a shared level's own final flush is counted in its totals above, "
                      "not per core)")  # fmt: skip
     return "\n".join(lines)
+
+
+def format_carm(result: SimResult, machine: Machine, *, width: int = REPORT_WIDTH) -> list[str]:
+    """The cache-aware roofline (CARM; Ilic, Pratas and Sousa, IEEE CAL 2014) of a run, in
+    words: its one AI (every byte the core moves: L1 bytes and non-temporal stores), each
+    level's roof at that AI and the CARM bound, beside the hierarchical bound (docs/carm.md).
+    Empty when the run has no flops or no L1 bytes."""
+    from hroof.roofline import roofline
+
+    r = roofline(result, machine)
+    carm = r.carm
+    if carm.ai is None:
+        return []
+    roofs = ", ".join(
+        f"{lv.name} {lv.attainable:.3g}" for lv in carm.levels if lv.attainable is not None
+    )
+    text = (
+        f"CARM (one AI for the run, the core's bytes: L1 + NT stores): AI {carm.ai:.3g} FLOP/byte"
+    )
+    if roofs:
+        text += f"; each roof at that AI: {roofs} GFLOP/s"
+    if carm.bound is not None:
+        text += f"; CARM bound {carm.bound:.3g} GFLOP/s ({carm.binding})"
+        if r.bound is not None:
+            text += (
+                f", hierarchical bound {r.bound:.3g} ({r.binding}), each level at its own AI "
+                "(docs/carm.md)"
+            )
+    return textwrap.wrap(text, width=width, subsequent_indent="  ")

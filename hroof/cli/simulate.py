@@ -29,7 +29,7 @@ from hroof.cli.options import (
     simulation_options,
     trace_format,
 )
-from hroof.cli.results import format_cores, format_kernels, format_result
+from hroof.cli.results import format_carm, format_cores, format_kernels, format_result
 from hroof.cli.text import assignments_text, emit, term_width
 from hroof.machine.model import resolve_machine
 from hroof.traces import FORMATS, count_accesses, detect_format, iter_trace
@@ -240,6 +240,7 @@ def _advice(result: SimResult, hierarchy: HierarchyConfig) -> str:
     if machine.missing() or not all(lv.bytes for lv in result.levels) or not result.memory.bytes:
         return ""
     lines = guidance(result, machine).lines(width=term_width())
+    lines += format_carm(result, machine, width=term_width())  # issue 34: the CARM line
     return "\n\nRoofline guidance on " + machine.name + ":\n" + "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ HOST_MACHINE = "host"
 
 def bundled_machines() -> dict[str, Path]:
     """Names and paths of the machine files shipped with hroof."""
-    return {p.stem: p for p in sorted(_DATA.glob("*.toml"))}
+    return {p.stem: p for p in sorted(_DATA.glob("*.toml"), key=lambda p: p.stem)}
 
 
 def machine_path(name_or_path: str | Path | None) -> Path:

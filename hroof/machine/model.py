@@ -96,6 +96,15 @@ class Ceiling:
         return "GFLOP/s" if self.level is None else "GB/s"
 
 
+#: How the constant term is charged, in words (every `hroof energy` text report says it):
+#: Choi et al.'s constant power pi0 for the run's time, where Ghane et al. write a constant
+#: energy E_0 (assumed constant during the run).
+CONSTANT_TERM = (
+    "constant power x time (Choi et al.'s pi0 T), growing with the run's time; not Ghane "
+    "et al.'s E_0, one constant energy per run"
+)
+
+
 @dataclass(frozen=True)
 class Energy:
     """The energy model's inputs (Choi et al., "A roofline model of energy", IPDPS 2013).
@@ -110,12 +119,16 @@ class Energy:
         Energy per byte moved at a level (cache level or memory name), pJ/byte.
     source : str or None
         Where the figures come from.
+    unverified : str or None
+        Why the figures are not checked against their source (the ``[energy] unverified``
+        text; printed with every energy estimate), None when they are.
     """
 
     flop_pj: float | None = None
     constant_w: float | None = None
     byte_pj: dict = field(default_factory=dict)
     source: str | None = None
+    unverified: str | None = None
 
 
 @dataclass(frozen=True)
@@ -331,7 +344,7 @@ def _energy(raw, names: list[str], source: str) -> Energy:
     where = f"[energy] of {source}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table")
-    allowed = {"flop_pj", "constant_w", "byte_pj", "source"}
+    allowed = {"flop_pj", "constant_w", "byte_pj", "source", "unverified"}
     for key in raw:
         if key not in allowed:
             raise ConfigError(
@@ -361,7 +374,13 @@ def _energy(raw, names: list[str], source: str) -> Energy:
             )
         byte_pj[name] = _positive_float(value, f"byte_pj {name} of {where}")
     src = raw.get("source")
-    return Energy(flop, const, byte_pj, None if src is None else str(src))
+    unverified = raw.get("unverified")
+    if unverified is not None and (not isinstance(unverified, str) or not unverified.strip()):
+        raise ConfigError(
+            f"unverified of {where} must be a non-empty text (why the figures are not checked), "
+            f"got {unverified!r}"
+        )
+    return Energy(flop, const, byte_pj, None if src is None else str(src), unverified)
 
 
 def _optional_positive(table: dict, key: str, where: str, kind=float):

@@ -90,10 +90,7 @@ _MILLI = 1e-3
 
 @dataclass(frozen=True)
 class LevelCost:
-    """One level's figures: bandwidth (GB/s) and energy per byte moved at it (pJ/byte).
-
-    Either may be None (unknown) for a cache level; memory needs both.
-    """
+    """One level's bandwidth (GB/s) and pJ per byte moved; None: unknown (memory needs both)."""
 
     name: str
     bandwidth: float | None
@@ -120,8 +117,9 @@ class EnergyModel:
         Compute ceilings below the peak, highest first (GFLOP/s).
     bandwidth_ceilings : tuple of Ceiling
         Bandwidth ceilings under the levels' roofs (GB/s; ``level`` names the level).
-    source : str or None
-        Where the energy figures come from (the ``[energy] source`` text).
+    source, unverified : str or None
+        Where the energy figures come from (``[energy] source``), and why they are not
+        checked against it (``[energy] unverified``; None: checked or not said).
     precision : str
         The precision of ``peak`` and ``flop_pj`` (the machine file's ``[compute]
         precision``, fp64 unless it says otherwise). Flops in another precision are
@@ -152,6 +150,7 @@ class EnergyModel:
     bandwidth_ceilings: tuple[Ceiling, ...] = ()
     source: str | None = None
     precision: str = "fp64"
+    unverified: str | None = None
 
     def __post_init__(self):
         for what, value in (("peak", self.peak), ("flop_pj", self.flop_pj)):
@@ -385,6 +384,7 @@ class EnergyModel:
                 for c in self.bandwidth_ceilings
             ],
             "source": self.source,
+            "unverified": self.unverified,
             "precision": self.precision,
         }
 
@@ -621,6 +621,7 @@ def energy_model(machine: Machine, command: str = "an energy estimate") -> Energ
         bandwidth_ceilings=tuple(machine.bandwidth_ceilings),
         source=getattr(energy, "source", None),
         precision=getattr(machine, "precision", "fp64"),
+        unverified=getattr(energy, "unverified", None),
     )
 
 
