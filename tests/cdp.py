@@ -164,9 +164,18 @@ class Browser:
         self.mouse("pressed", x, y)
         self.mouse("released", x, y)
 
-    def screenshot(self, path: Path) -> Path:
-        """The whole page as a PNG."""
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+    def screenshot(self, path: Path, selector: str | None = None) -> Path:
+        """The whole page as a PNG, or only the element ``selector`` matches."""
+        clip = {}
+        if selector:
+            r = self.js(f"JSON.stringify(document.querySelector({selector!r})"
+                        ".getBoundingClientRect())")  # fmt: skip
+            r = json.loads(r)
+            sx, sy = self.js("[window.scrollX, window.scrollY]")
+            clip = {"clip": {"x": r["x"] + sx, "y": r["y"] + sy, "width": r["width"],
+                             "height": r["height"], "scale": 1}}  # fmt: skip
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                         **clip)  # fmt: skip
         Path(path).write_bytes(base64.b64decode(data["data"]))
         return Path(path)
 
@@ -242,3 +251,24 @@ def hover(b: Browser, uid: str, index: int = 0) -> str:
     b.mouse("moved", *where)
     return b.until(f"(() => {{ const t = document.querySelector('.hoverlayer .hovertext text'); "
                    f"return t ? ({_LINES})(t) : null; }})()")  # fmt: skip
+
+
+if __name__ == "__main__":  # python tests/cdp.py PAGE.html OUT-PREFIX LABEL ...
+    import sys
+    import tempfile
+
+    page, prefix, *labels = sys.argv[1:]
+    with tempfile.TemporaryDirectory() as tmp, Browser(chromium(), Path(tmp)) as b:
+        b.open(Path(page).resolve().as_uri())
+        plotly_ready(b)
+        for label in labels:
+            select(b, label)
+            b.until("[...document.querySelectorAll('g.annotation')].some(a => "
+                    f"a.textContent.includes('= {label} '))")  # fmt: skip
+            b.mouse("moved", 1, 1)
+            shot = b.screenshot(Path(f"{prefix}{label}.png"), "#hroof-interactive")
+            print(shot)
+            for text in annotations(b):
+                print("   ", " ".join(text.split()))
+        if b.errors():
+            sys.exit("errors: " + "; ".join(b.errors()))

@@ -297,7 +297,7 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
         "margin": {"l": 70, "r": 30, "t": 190, "b": 20, "autoexpand": False},
         "hovermode": "closest", "hoverlabel": {"align": "left", "font": {"size": 12}},
         "title": {"text": _page_title(kernel, machine, pts, rfs, param, acc), "x": 0.01,
-                  "y": 0.992, "yanchor": "top", "font": {"size": 17}},
+                  "y": 0.985, "yanchor": "top", "font": {"size": 17}},
         "xaxis": {**axis, "type": "log", "domain": COL1, "range": xr, "anchor": "y",
                   **ticks["xr"], "title": {"text": "arithmetic intensity (FLOP/byte)"}},
         "yaxis": {**axis, "type": "log", "domain": ROW1, "range": yr, "anchor": "x",
