@@ -36,9 +36,9 @@ WIDTH, HEIGHT = 1380, 1620
 WRAP = 92
 #: Row domains (paper fractions) of the two rows of views.
 ROW1, ROW2 = (0.68, 0.965), (0.16, 0.45)
-COL1, COL2 = (0.0, 0.44), (0.56, 1.0)
+COL1, COL2 = (0.0, 0.4), (0.47, 0.87)
 #: The bottom row's panels, each with its legend on its right.
-COL3, COL4 = (0.0, 0.3), (0.56, 0.84)
+COL3, COL4 = (0.0, 0.3), (0.57, 0.87)
 
 
 def _log_ticks(rng: list[float]) -> dict:
@@ -87,7 +87,7 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
                  "y": [min(bw * x, peak) for x in grid], "line": {"color": col, "width": 1.6},
                  "name": f"{name} roof, {bw:g} GB/s", "legendgroup": f"roof{name}",
                  "showlegend": show, "hoverinfo": "skip", "xaxis": f"x{axis}",
-                 "yaxis": f"y{axis}", "legend": "legend" if show else "legend2"})  # fmt: skip
+                 "yaxis": f"y{axis}", "legend": "legend"})  # fmt: skip
         add({"type": "scatter", "mode": "lines", "x": [grid[0], grid[-1]], "y": [peak, peak],
              "line": {"color": "black", "width": 2}, "name": f"peak {peak:g} GFLOP/s",
              "legendgroup": "peak", "showlegend": show, "hoverinfo": "skip",
@@ -138,8 +138,8 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
                 "color": colours,
                 "line": {"width": 2.5, "color": colours},
             },
-            "name": "each roof read at the CARM AI",
-            "legend": "legend2",
+            "name": "each roof at the CARM AI",
+            "legend": "legend",
             "hoverinfo": "skip",
         }
     )  # fmt: skip (the dot's hover lists them)
@@ -150,9 +150,9 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
         None,
     )
     carm = add({"type": "scatter", "mode": "markers", "x": [], "y": [], "xaxis": "x2",
-                "yaxis": "y2", "uid": "dot-carm", "legend": "legend2",
+                "yaxis": "y2", "uid": "dot-carm", "legend": "legend",
                 "marker": {"symbol": "square", "size": 14, "color": "black"},
-                "name": "the run: CARM AI, at the hierarchical bound",
+                "name": "CARM dot (the run at<br>the CARM AI and the bound)",
                 "hovertemplate": "%{hovertext}<extra></extra>"})  # fmt: skip
     dynamic(
         carm,
@@ -178,14 +178,17 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
              "hovertext": [f"{param} = {x}: {name} roof {_num(r.levels[k].attainable)} GFLOP/s"
                            for x, r in zip(xs, rfs, strict=True)],
              "hovertemplate": "%{hovertext}<extra></extra>"})  # fmt: skip
+    add({"type": "scatter", "mode": "lines", "x": [xs[0] / 1.3, xs[-1] * 1.3], "y": [peak, peak],
+         "xaxis": "x3", "yaxis": "y3", "legend": "legend3", "hoverinfo": "skip",
+         "name": f"peak {peak:g} GFLOP/s", "line": {"color": "black", "width": 1}})  # fmt: skip
     b_lo = min(min(v for v in (lv.attainable for r in rfs for lv in r.levels) if v),
                min(r.bound for r in rfs))  # fmt: skip
     b_hi = max(max(v for v in (lv.attainable for r in rfs for lv in r.levels) if v), peak)
-    y3 = [math.log10(b_lo / 1.6), math.log10(b_hi * 2.2)]
+    y3 = [math.log10(b_lo / 1.6), math.log10(b_hi * 4)]  # room above the peak for the walls
     preds = all_predicted_walls(pts, machine, param)
     for j, w in enumerate(walls):
         mid = math.sqrt(w.before * w.after)
-        top = 10 ** (y3[1] - 0.06 - 0.09 * (j % 4))
+        top = 10 ** (y3[1] - 0.06 - 0.08 * (j % 4))
         add(
             {
                 "type": "scatter",
@@ -241,22 +244,22 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
     s_h = note(COL1[0], ROW1[0] - 0.05, "")
     s_c = note(COL2[0], ROW1[0] - 0.05, "")
     first, last = rfs[0], rfs[-1]
-    verb = "falls" if last.bound < first.bound else "rises"
-    note(COL1[0], ROW2[1] + 0.012,
+    verb = explain.trend(first.bound, last.bound)
+    found = f"{len(walls)} wall{'s' if len(walls) != 1 else ''} found" if walls else "no wall"
+    note(COL3[0], ROW2[1] + 0.012,
          f"<b>Bound against {param}: {verb} {first.bound:.3g} -> {last.bound:.3g} GFLOP/s, "
-         f"{len(walls)} wall{'s' if len(walls) != 1 else ''} found</b>", 14,
-         yanchor="bottom")  # fmt: skip
-    s_b = note(COL1[0], ROW2[0] - 0.055, "")
+         f"{found}</b>", 14, yanchor="bottom")  # fmt: skip
+    s_b = note(COL3[0], ROW2[0] - 0.055, "")
     s_m = None
     if curve is not None:
         _mrc_traces(add, curve, machine)
         rep = curve.report
-        note(COL2[0], ROW2[1] + 0.012,
+        note(COL4[0], ROW2[1] + 0.012,
              f"<b>Miss-ratio curve: stream into {rep.level} at {param} = "
              f"{curve.point.params[param]}" + (" (SHARDS estimate)" if rep.curve.sampled
                                                else " (exact)") + "</b>", 14,
              yanchor="bottom")  # fmt: skip
-        s_m = note(COL2[0], ROW2[0] - 0.055, "")
+        s_m = note(COL4[0], ROW2[0] - 0.055, "")
 
     def titles(r, p) -> tuple[str, str]:
         at = f"{param} = {p.params[param]}"
@@ -312,12 +315,8 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
                    "title": {"text": f"{param} (problem size, log scale)"}},
         "yaxis3": {**axis, "type": "log", "domain": ROW2, "range": y3, "anchor": "x3",
                    **ticks["y3"], "title": {"text": "GFLOP/s"}},
-        "legend": {"x": COL1[1] - 0.005, "y": ROW1[0] + 0.005, "xanchor": "right",
-                   "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.85)",
-                   "font": {"size": 11}},
-        "legend2": {"x": COL2[1] - 0.005, "y": ROW1[0] + 0.005, "xanchor": "right",
-                    "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.85)",
-                    "font": {"size": 11}},
+        "legend": {"x": COL2[1] + 0.012, "y": ROW1[1], "xanchor": "left", "yanchor": "top",
+                   "font": {"size": 11}, "title": {"text": "both rooflines"}},
         "legend3": {"x": COL3[1] + 0.01, "y": ROW2[1], "xanchor": "left", "yanchor": "top",
                     "font": {"size": 11}},
         "annotations": annotations,

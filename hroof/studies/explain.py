@@ -189,7 +189,8 @@ def carm_sentence(point: SweepPoint, machine: Machine, param: str) -> str:
     text = f"CARM places the kernel at one AI, {c.ai:.3g} FLOP/byte, at {r.bound:.3g} GFLOP/s"
     if under:
         u = min(under, key=lambda lv: lv.attainable)
-        text += f": under the {u.name} roof ({u.attainable:.3g} GFLOP/s at that AI)"
+        where = "on" if u.attainable <= r.bound * (1 + 1e-9) else "under"
+        text += f": {where} the {u.name} roof ({u.attainable:.3g} GFLOP/s at that AI)"
     if above:
         text += (f", above the {_names([f'{lv.name} ({lv.attainable:.3g})' for lv in above])} "
                  f"roof{'s' if len(above) > 1 else ''}, which only a cache filtering the "
@@ -200,8 +201,8 @@ def carm_sentence(point: SweepPoint, machine: Machine, param: str) -> str:
         text += (f" {r.binding} binds, but its roof at the CARM AI lies below the dot: the "
                  "CARM does not show which level binds.")  # fmt: skip
     elif under and r.binding == min(under, key=lambda lv: lv.attainable).name:
-        text += f" The roof just above the dot is {r.binding}'s, the level that binds: here both "
-        text += "views agree."
+        text += (f" The lowest roof at or above the dot is {r.binding}'s, the level that binds: "
+                 "here both views agree.")  # fmt: skip
     elif r.binding == "compute":
         text += " Compute binds."
     else:
@@ -211,6 +212,13 @@ def carm_sentence(point: SweepPoint, machine: Machine, param: str) -> str:
         text += f" Read alone, the CARM bound is {c.bound:.3g} GFLOP/s ({c.binding} roof)"
         text += f", {ratio:.3g}x below the hierarchical one." if ratio > 1.001 else ", as here."
     return text
+
+
+def trend(first: float, last: float) -> str:
+    """``falls``, ``rises`` or ``stays`` (within 0.5 %), from ``first`` to ``last``."""
+    if abs(last - first) <= 0.005 * max(abs(first), abs(last)):
+        return "stays"
+    return "falls" if last < first else "rises"
 
 
 def wall_words(w: Wall) -> str:
@@ -245,10 +253,14 @@ def bound_sentence(
     text += "."
     b0, b1 = r[first], r[last]
     if b0.bound is not None and b1.bound is not None:
-        verb = "falls" if b1.bound < b0.bound else "rises"
-        text += (f" Over the sweep the bound {verb} from {b0.bound:.3g} ({param} = {first}, "
-                 f"{b0.binding}) to {b1.bound:.3g} GFLOP/s ({param} = {last}, "
-                 f"{b1.binding}).")  # fmt: skip
+        verb = trend(b0.bound, b1.bound)
+        if verb == "stays":
+            text += (f" Over the sweep the bound stays near {b0.bound:.3g} GFLOP/s ({b0.binding} "
+                     f"binds at {param} = {first}, {b1.binding} at {last}).")  # fmt: skip
+        else:
+            text += (f" Over the sweep the bound {verb} from {b0.bound:.3g} ({param} = {first}, "
+                     f"{b0.binding}) to {b1.bound:.3g} GFLOP/s ({param} = {last}, "
+                     f"{b1.binding}).")  # fmt: skip
     return text
 
 
@@ -332,6 +344,7 @@ __all__ = [
     "level_hover",
     "mrc_sentence",
     "roofline_sentence",
+    "trend",
     "views",
     "wall_hover",
 ]
