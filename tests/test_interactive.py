@@ -120,3 +120,20 @@ def test_page_is_self_contained_and_carries_every_sentence(sweep):
     for ax in ("xaxis", "yaxis", "xaxis2", "xaxis3", "yaxis3"):
         assert fig["layout"][ax]["title"]["text"]
     json.dumps(fig)  # plain data
+
+
+def test_non_temporal_stores_are_a_cause_of_their_own():
+    """triad nt=true: DRAM's bytes include the core's non-temporal stores, named in the
+    hover text; the CARM's AI counts them as bytes the core moves."""
+    from hroof.studies.runs import simulate_kernel
+    from hroof.studies.sweep import SweepPoint
+
+    machine = load_machine("teaching")
+    r = simulate_kernel("triad", machine.hierarchy, n=1 << 14, nt=True)
+    p = SweepPoint({"n": 1 << 14}, 0, r)
+    text = explain.level_hover(p, machine, "n", 3)
+    assert f"non-temporal {r.core.bytes_nt // 1024}.0 KiB" in text
+    assert "non-temporal 128.0 KiB" in explain.carm_hover(p, machine, "n")
+    assert "CARM AI = flops / (L1 bytes + non-temporal bytes) = 0.0833" in explain.carm_hover(
+        p, machine, "n"
+    )
