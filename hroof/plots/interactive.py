@@ -65,7 +65,7 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
     names = [lv.name for lv in rfs[0].levels]
     bws = [lv.bandwidth for lv in rfs[0].levels]
     colours = [level_colour(i, len(names)) for i in range(len(names))]
-    peak = machine.peak
+    peak = rfs[0].peak  # a cores = P run: the P-core figures, as its roofline reads them
     kernel = pts[0].result.source.get("kernel", "trace")
     acc = accounting_text(pts[0].result.source, short=True)
     traces: list[dict] = []
@@ -352,7 +352,9 @@ def _page_title(kernel, machine, pts, rfs, param, acc) -> str:
     for r in rfs:
         if not binding or binding[-1] != r.binding:
             binding.append(r.binding)
-    return (f"<b>{kernel} on {html.escape(machine.name)}</b>, {acc}: {param} = "
+    cores = pts[0].result.cores
+    who = html.escape(machine.name) + (f", {cores} cores" if cores > 1 else "")
+    return (f"<b>{kernel} on {who}</b>, {acc}: {param} = "
             f"{pts[0].params[param]}..{pts[-1].params[param]}, binding level "
             + " -> ".join(binding) + "<br><span style='font-size:12px'>Move the slider to "
             "choose the size; hover a dot or a wall for its numbers.</span>")  # fmt: skip
