@@ -93,9 +93,6 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
              "legendgroup": "peak", "showlegend": show, "hoverinfo": "skip",
              "xaxis": f"x{axis}", "yaxis": f"y{axis}"})  # fmt: skip
 
-    def level_xy(r):
-        return [[lv.ai] if lv.ai else [None] for lv in r.levels], r.bound
-
     dyn_x: dict[int, list] = {}
     dyn_y: dict[int, list] = {}
     dyn_h: dict[int, list] = {}
@@ -238,7 +235,6 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
                             "align": "left", "font": {"size": size}, **kw})  # fmt: skip
         return len(annotations) - 1
 
-    at0 = f"{param} = {xs[0]}"
     t_h = note(COL1[0], ROW1[1] + 0.012, "", 14, yanchor="bottom")
     t_c = note(COL2[0], ROW1[1] + 0.012, "", 14, yanchor="bottom")
     s_h = note(COL1[0], ROW1[0] - 0.05, "")
@@ -290,7 +286,6 @@ def _figure_dict(points, machine, walls, param, curve) -> tuple[dict, list[dict]
     for key, value in steps[0]["args"][1].items():
         if key.startswith("annotations["):
             annotations[int(key[12 : key.index("]")])]["text"] = value
-    del at0
 
     axis = {"showline": True, "linecolor": "#444", "mirror": True, "ticks": "outside",
             "gridcolor": "#e5e5e5", "zeroline": False}  # fmt: skip
