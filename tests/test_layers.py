@@ -139,8 +139,8 @@ def test_numba_options_live_in_one_place():
 
 
 def test_help_imports_no_numba_and_no_matplotlib():
-    """``hroof --help`` (the parser with every command) loads neither Numba nor matplotlib:
-    they load when a command that needs them runs."""
+    """``hroof --help`` (the parser with every command) loads neither Numba nor matplotlib
+    nor Plotly: they load when a command that needs them runs."""
     import subprocess
     import sys
 
@@ -149,7 +149,7 @@ def test_help_imports_no_numba_and_no_matplotlib():
         "from hroof.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['--help'])\n"
-        "heavy = sorted(m for m in ('numba', 'matplotlib', 'distributed', 'dask') "
+        "heavy = sorted(m for m in ('numba', 'matplotlib', 'plotly', 'distributed', 'dask') "
         "if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )

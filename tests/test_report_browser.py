@@ -1,7 +1,8 @@
 """The demo's report.html in a real browser: headless Chromium (Debian package
 ``chromium``; ``.ci/run`` installs it when missing) loads the page with no console
 error, every figure decodes at its natural size, and the text the demo printed
-is on the page."""
+is on the page; the README's quotes of the interactive page are the demo's data's.
+(The interactive page itself: tests/test_interactive_browser.py.)"""
 
 from __future__ import annotations
 
@@ -85,3 +86,18 @@ def test_demo_report_in_headless_chromium(capsys, tmp_path, monkeypatch):
         assert line.split(", ")[0] in text, line
     for n in ("16", "32", "48", "64", "96", "128", "192"):
         assert f" {n} " in text
+    # The interactive page beside it, linked; the README quotes its sentences at two
+    # sizes, and they must be what the demo's data says (hroof.studies.explain).
+    assert (tmp_path / "demo" / "interactive.html").is_file()
+    assert "href='interactive.html'" in page
+    from hroof.studies import explain
+    from hroof.studies.demo import run_demo
+
+    demo = run_demo()  # the points the demo just simulated, from this test's cache
+    views = {v["value"]: v for v in explain.views(demo.points, demo.machine, demo.walls, "n")}
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    quoted = [ln[2:] for ln in readme.splitlines() if ln.startswith("> At n = ")
+              or ln.startswith("> CARM places")]  # fmt: skip
+    assert len(quoted) == 6
+    expected = [views[n][k] for n in (16, 192) for k in ("roofline", "carm", "bound")]
+    assert sorted(quoted) == sorted(expected)

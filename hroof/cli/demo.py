@@ -85,6 +85,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if mrc[0] is not None:
         lines += _mrc_lines(mrc[0], Path(args.out) / "mrc.png")
     lines.append(f"report: {written[-1]} (figures beside it)")
+    live = [p for p in written if p.name == "interactive.html"]
+    if live:
+        lines.append(f"interactive: {live[0]} (a slider through the sizes; works offline)")
     emit("\n".join(lines))
     return 0
 
@@ -117,7 +120,8 @@ def register(sub, machine_sub) -> None:
             "locality walls; print a summary (per size the bytes each level sends below, "
             "the bound and what binds; every wall beside its layer-condition prediction; "
             "the walls left out; the cache-aware reading of the largest run), and write a "
-            "self-contained HTML report with the figures to DIR (default hroof-demo/)."
+            "self-contained HTML report with the figures, and an interactive page (a slider "
+            "through the sizes), to DIR (default hroof-demo/)."
         ),
     )
     p.add_argument("--out", metavar="DIR", default="hroof-demo",

@@ -26,6 +26,9 @@ from hroof.studies.sweep import (
     varying,
 )
 
+#: The interactive page written beside report.html (:mod:`hroof.plots.interactive`).
+INTERACTIVE = "interactive.html"
+
 #: Section headings in words.
 _HEADINGS = {
     "roofline": "The same runs in the hierarchical and the cache-aware roofline",
@@ -160,7 +163,8 @@ def write_report(
     mrc_at=None,
     mrc_curve=None,
 ) -> list[Path]:
-    """PNG and SVG figures and a self-contained ``report.html`` in ``out``.
+    """PNG and SVG figures, a self-contained ``report.html`` and, when the machine has its
+    roofline figures, the interactive ``interactive.html`` in ``out``.
 
     ``mrc`` (``auto``, ``exact``, ``sample``, ``off``) and ``mrc_at`` choose the
     miss-ratio curve drawn beside the walls (:func:`hroof.studies.sweep_mrc.sweep_curve`:
@@ -205,8 +209,19 @@ def write_report(
         embedded.append((name, base64.b64encode(buf.getvalue()).decode()))
     caps = captions(points, machine, walls, param)
     caps["mrc"] = mrc_caption(sc, walls) if sc is not None else ""
+    # The interactive page (a slider through the sizes), beside the static one; it needs
+    # the rooflines' figures, as the roofline figure does.
+    interactive = "roofline" in figs
+    if interactive:
+        from hroof.plots.interactive import interactive_html
+
+        live = interactive_html(points, machine, walls, param, title=f"{title}: interactive",
+                                curve=sc)  # fmt: skip
+        written.append(write_text(out / INTERACTIVE, live))
+    else:
+        (out / INTERACTIVE).unlink(missing_ok=True)
     page = _html(title, machine, points, walls, param, embedded, summary, notes or [], caps,
-                 None if sc is not None else mrc_note)  # fmt: skip
+                 None if sc is not None else mrc_note, interactive)  # fmt: skip
     written.append(write_text(out / "report.html", page))
     # A figure this report does not have (no measurements, --mrc off) must not linger
     # from an earlier report in the same directory, beside a page that does not show it.
@@ -274,7 +289,7 @@ def _guidance_html(points: list[SweepPoint], machine: Machine, param: str) -> li
 
 
 def _html(title, machine, points, walls, param, embedded, summary, notes, caps,
-          mrc_note) -> str:  # fmt: skip
+          mrc_note, interactive=False) -> str:  # fmt: skip
     names = [lv.name for lv in points[0].result.levels] + [points[0].result.memory.name]
     measured = any(p.measured for p in points)
     rows = [[param, "footprint", *(f"{n} AI" for n in names), "bound GFLOP/s", "binds"]]
@@ -312,6 +327,10 @@ def _html(title, machine, points, walls, param, embedded, summary, notes, caps,
     from hroof.traces import accounting_text
 
     parts.append(f"<p>Counted in {html.escape(accounting_text(points[0].result.source))}.</p>")
+    if interactive:
+        parts.append(f"<p>Interactive version, one size at a time (a slider through the sizes; "
+                     f"hover a dot or a wall for its numbers): <a href='{INTERACTIVE}'>"
+                     f"{INTERACTIVE}</a>.</p>")  # fmt: skip
     if summary:
         parts += ["<h2>Summary</h2>", _table_html(summary)]
     if notes:
