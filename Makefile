@@ -22,16 +22,17 @@ venv: $(STAMP)
 warm: $(STAMP)
 	$(BIN)/hroof warm
 
-# The full suite: what CI runs (kernels compiled first, in parallel).
+# The full suite: what CI runs (kernels compiled first, in parallel; then the tests on
+# every CPU, one pytest worker each).
 test: $(STAMP)
 	$(BIN)/hroof warm --quiet
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 # The fast lane for the edit-test loop (under 30 s): no test marked slow, and each
 # hypothesis property on a tenth of its examples.
 check: $(STAMP)
 	$(BIN)/hroof warm --quiet
-	HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
+	HROOF_TEST_LANE=check $(BIN)/python -m pytest -q -n auto -m "not slow" -p no:cacheprovider
 
 # Line coverage of hroof/: the full suite compiled, then the kernels' own tests (fast
 # lane) again with NUMBA_DISABLE_JIT=1 so the lines of the Numba kernels count too.

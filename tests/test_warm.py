@@ -29,10 +29,15 @@ def test_warm_quiet_prints_nothing(capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_phases_hold_every_group_once():
+    names = [n for phase in W.PHASES for n in phase]
+    assert len(names) == len(set(names)) == len(W.GROUPS)
+
+
 def test_warm_reports_each_group_once():
     seen = []
     took = W.warm(groups=["generators", "mrc"], jobs=1, done=lambda n, s: seen.append(n))
-    assert seen == ["generators", "mrc"]
+    assert seen == ["mrc", "generators"]  # in the order of their phase
     assert set(took) == {"generators", "mrc"} and all(s >= 0 for s in took.values())
 
 

@@ -405,16 +405,19 @@ _WARM: set[bool] = set()
 
 
 def warm_up(classify: bool) -> None:
-    """Compile (or load from Numba's cache) the split kernel once per process and mode."""
+    """Compile (or load from Numba's cache) the access engine once per process and mode:
+    on a hierarchy that runs every level in it (an inclusive L3), so that nothing else
+    compiles; the same kernel then runs every other hierarchy's levels below its plain
+    passes, and several cores' (the state's types are the same)."""
     from hroof.cachesim.config import HierarchyConfig, LevelConfig
     from hroof.cachesim.simulator import Simulator
 
     if classify not in _WARM:
         _WARM.add(classify)
         levels = (
-            LevelConfig("L1", 128, 1, 64),
-            LevelConfig("L2", 128, 1, 64, prefetch="next-line"),
-            LevelConfig("L3", 128, 1, 64, inclusion="exclusive"),
+            LevelConfig("L1", 128, 1, 64, prefetch="next-line"),
+            LevelConfig("L2", 128, 1, 64, inclusion="exclusive"),
+            LevelConfig("L3", 512, 2, 64, inclusion="inclusive"),
         )
         sim = Simulator(HierarchyConfig(levels), classify=classify)
         sim.feed(np.array([0, 64, 4096]), np.array([8, 8, 8]), np.array([1, 0, 2]))

@@ -52,13 +52,16 @@ _WARM: set[bool] = set()
 
 
 def warm_up(classify: bool | None = None) -> None:
-    """Compile the kernels, or load them from Numba's on-disk cache, once per process.
+    """Compile the plain level passes, or load them from Numba's on-disk cache, once per
+    process.
 
-    :class:`Simulator` calls this before its first timing, so that
-    ``timing.simulate_s`` measures simulation, not compilation (10-20 s on
-    the first run on a machine, about 0.1-0.3 s to load from the cache after).
-    Only the kernels of one mode (``classify`` on or off) are loaded, unless
-    ``classify`` is None (both).
+    :class:`Simulator` calls this (and, for a hierarchy that is not plain, the access
+    engine's :func:`hroof.cachesim._split_kernels.warm_up`) before its first timing,
+    so that ``timing.simulate_s`` measures simulation, not compilation (``bench/RESULTS.md``,
+    "First run": seconds on the first run on a machine, about 0.1-0.3 s to load from
+    the cache after). Only the kernels of one mode (``classify`` on or off) are loaded,
+    unless ``classify`` is None (both); a hierarchy whose every level runs in the access
+    engine (an inclusive level, an L1 prefetcher) never needs the plain passes.
     """
     modes = (True, False) if classify is None else (bool(classify),)
     tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64), LevelConfig("L2", 128, 1, 64)))
@@ -120,7 +123,6 @@ class Simulator(GeneratedFeed):
             raise HroofError(f"expected a HierarchyConfig, got {type(hierarchy).__name__}")
         if threads not in (1, 2):
             raise HroofError(f"threads must be 1 or 2, got {threads!r}")
-        warm_up(classify)
         self.hierarchy = hierarchy
         self.classify = bool(classify)
         self.threads = threads
@@ -138,8 +140,10 @@ class Simulator(GeneratedFeed):
         self._pf = PFK.new_prefetch(hierarchy.levels, hierarchy.line_bits)  # docs: "Prefetchers"
         # The top levels that no level below can change run as plain passes (_split_kernels).
         self._split = SPK.split_level(hierarchy.levels)
+        if self._nine or self._split:
+            warm_up(self.classify)  # the plain level passes
         if not self._nine:
-            SPK.warm_up(self.classify)
+            SPK.warm_up(self.classify)  # the access engine
         if threads == 2 and hierarchy.pipelines:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hroof-levels")
             self._l1_out = [K.Events(*_event_arrays(1024)) for _ in range(2)]

@@ -60,13 +60,11 @@ def _feed_every_dtype(sim) -> None:
     sim.feed(addr.astype(np.uint64), size.astype(np.uint32), kind)
 
 
-def warm_simulator() -> None:
-    """The plain level passes and the access engine, classification on and off, one
-    thread and two, every kind of chunk, a kernel's fused generation and the flush."""
+def _feed(shapes) -> None:
+    """Feed chunks of every kind to each hierarchy of ``shapes``, classification on and
+    off, one thread and two (no kernel: no generator compiles here)."""
     from hroof.cachesim import Simulator, hierarchy
-    from hroof.studies.runs import simulate_kernel
 
-    shapes = [_PLAIN, *_ENGINE.values()]
     for levels in shapes:
         h = hierarchy(*levels)
         for classify in (True, False):
@@ -74,19 +72,49 @@ def warm_simulator() -> None:
                 sim = Simulator(h, classify=classify, threads=threads)
                 _feed_every_dtype(sim)
                 sim.finish()
-                simulate_kernel("stencil7", h, classify=classify, threads=threads, n=6)
 
 
-def warm_cores() -> None:
-    """Several cores (``cores=P``): the multicore kernels, on a plain and a policy
-    hierarchy, classification on and off."""
+def _kernel_runs(shapes, cores: int = 1) -> None:
+    """A kernel's fused generation into each hierarchy of ``shapes`` (on ``cores``)."""
     from hroof.cachesim import hierarchy
     from hroof.studies.runs import simulate_kernel
 
-    for levels in (_PLAIN, _ENGINE["inclusive"]):
+    for levels in shapes:
         h = hierarchy(*levels)
         for classify in (True, False):
-            simulate_kernel("stencil7", h, classify=classify, cores=2, grain=64, n=6)
+            if cores > 1:
+                simulate_kernel("stencil7", h, classify=classify, cores=cores, grain=64, n=6)
+            else:
+                for threads in (1, 2):
+                    simulate_kernel("stencil7", h, classify=classify, threads=threads, n=6)
+
+
+def warm_plain() -> None:
+    """The plain level passes (L1's and a lower level's), the chunk checks and the flush."""
+    _feed([_PLAIN])
+
+
+def warm_engine() -> None:
+    """The access engine, on a hierarchy that runs every level in it (nothing else
+    compiles)."""
+    _feed([_ENGINE["inclusive"]])
+
+
+def warm_paths() -> None:
+    """Every path made of the kernels the first phase compiled: the plain passes on top
+    of the engine, a kernel generated straight into the simulation, several cores (plain
+    and through the engine), the miss-ratio curve of a level's stream."""
+    from hroof.cachesim import hierarchy
+    from hroof.cachesim.mrc import miss_ratio_curve
+    from hroof.traces import plan_kernel
+
+    _feed([_ENGINE["split"]])
+    shapes = [_PLAIN, _ENGINE["split"], _ENGINE["inclusive"]]
+    _kernel_runs(shapes)
+    _kernel_runs([_PLAIN, _ENGINE["inclusive"]], cores=2)
+    for threads in (1, 2):
+        miss_ratio_curve(plan_kernel("stencil7", n=6).chunks(1 << 12), hierarchy(*_PLAIN),
+                         level="L2", threads=threads)  # fmt: skip
 
 
 def warm_sampling() -> None:
@@ -105,17 +133,13 @@ def warm_sampling() -> None:
 
 def warm_mrc() -> None:
     """Miss-ratio curves (``hroof mrc``): one pass of stack distances, exact and sampled
-    (SHARDS), of a kernel and of a level's stream."""
-    from hroof.cachesim import hierarchy
+    (SHARDS), on one thread and two."""
     from hroof.cachesim.mrc import miss_ratio_curve
-    from hroof.traces import plan_kernel
 
-    h = hierarchy(*_PLAIN)
+    addr, size, kind = _trace(1 << 14)
     for threads in (1, 2):
-        for sample in (None, 0.5):
-            for level in (None, "L2"):
-                plan = plan_kernel("stencil7", n=6)
-                miss_ratio_curve(plan.chunks(1 << 12), h, level=level, rate=sample, threads=threads)
+        for rate in (None, 0.5):
+            miss_ratio_curve([(addr, size, kind)], rate=rate, threads=threads)
 
 
 def warm_generators() -> None:
@@ -146,14 +170,22 @@ def _small(name: str) -> dict:
     return {k: v for k, v in {"n": 8, "m": 8, "k": 8, "rows": 64}.items() if k in params}
 
 
-#: Name -> (what it compiles, the function). Each runs in a process of its own.
-GROUPS: dict[str, tuple[str, Callable[[], None]]] = {
-    "simulator": ("level passes and the access engine", warm_simulator),
-    "cores": ("several cores", warm_cores),
-    "sampling": ("set sampling", warm_sampling),
-    "mrc": ("miss-ratio curves", warm_mrc),
-    "generators": ("trace generators and readers", warm_generators),
-}
+#: Name -> (what it compiles, the function), in phases: the groups of a phase run in
+#: processes of their own at once, each compiling kernels no other group of the phase
+#: compiles; a later phase's groups start from the kernels the earlier ones cached.
+PHASES: tuple[dict[str, tuple[str, Callable[[], None]]], ...] = (
+    {
+        "engine": ("the access engine", warm_engine),
+        "plain": ("the plain level passes", warm_plain),
+        "mrc": ("miss-ratio curves", warm_mrc),
+        "generators": ("trace generators and readers", warm_generators),
+    },
+    {
+        "paths": ("split hierarchies, threads, cores", warm_paths),
+        "sampling": ("set sampling", warm_sampling),
+    },
+)
+GROUPS: dict[str, tuple[str, Callable[[], None]]] = {k: v for p in PHASES for k, v in p.items()}
 
 
 def _run(name: str) -> tuple[str, float]:
@@ -168,26 +200,31 @@ def warm(
     done: Callable[[str, float], None] | None = None,
 ) -> dict[str, float]:
     """Compile (or load from the cache) every kernel of ``groups`` (default all of
-    :data:`GROUPS`) in ``jobs`` processes (default: the CPUs this process may use);
-    return the seconds each group took. ``done(name, seconds)`` is called as each ends.
+    :data:`GROUPS`), phase by phase (:data:`PHASES`), the groups of a phase in ``jobs``
+    processes (default: the CPUs this process may use); return the seconds each group
+    took. ``done(name, seconds)`` is called as each ends.
 
     >>> sorted(GROUPS)
-    ['cores', 'generators', 'mrc', 'sampling', 'simulator']
+    ['engine', 'generators', 'mrc', 'paths', 'plain', 'sampling']
     """
-    names = list(GROUPS) if groups is None else list(groups)
+    wanted = list(GROUPS) if groups is None else list(groups)
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     took: dict[str, float] = {}
-    if jobs == 1:
-        for name in names:
-            _, took[name] = _run(name)
-            if done is not None:
-                done(name, took[name])
-        return took
-    with ProcessPoolExecutor(max_workers=min(jobs, len(names))) as pool:
-        futures = [pool.submit(_run, name) for name in names]
-        for fut in as_completed(futures):
-            name, seconds = fut.result()
-            took[name] = seconds
-            if done is not None:
-                done(name, seconds)
+    for phase in PHASES:
+        names = [n for n in phase if n in wanted]
+        if not names:
+            continue
+        if jobs == 1 or len(names) == 1:
+            for name in names:
+                _, took[name] = _run(name)
+                if done is not None:
+                    done(name, took[name])
+            continue
+        with ProcessPoolExecutor(max_workers=min(jobs, len(names))) as pool:
+            futures = [pool.submit(_run, name) for name in names]
+            for fut in as_completed(futures):
+                name, seconds = fut.result()
+                took[name] = seconds
+                if done is not None:
+                    done(name, seconds)
     return took
