@@ -189,7 +189,7 @@ def bind(nest: Nest, consts: dict, *, align: int = 64, gap: int = 0) -> Bound:
         for k, node in enumerate(acc.index):
             c, co = evaluate(node, consts, levels, D, path)
             dim_c[t, k], dim_a[t, k] = c, co
-            row = math.prod(ds[k + 1:])
+            row = math.prod(ds[k + 1 :])
             flat_c += c * row
             flat_a = [x + y * row for x, y in zip(flat_a, co, strict=True)]
         base[t] = arr.base + flat_c * arr.elem
@@ -449,8 +449,10 @@ class Walked:
     counts: np.ndarray
 
 
-def walk(b: Bound, *, every: int = CHECK_EVERY) -> Walked:
-    """Walk every row of ``b`` once (compiled; a few nanoseconds a row)."""
+def walk(b: Bound, *, every: int | None = None) -> Walked:
+    """Walk every row of ``b`` once (compiled; a few nanoseconds a row); a checkpoint at
+    least every ``every`` rows or iterations (default :data:`CHECK_EVERY`)."""
+    every = CHECK_EVERY if every is None else every
     D = b.depth
     # Checkpoints: at most one per `every` rows or iterations; the count is not known
     # before the walk, so start with room for a million and grow the stride if short.

@@ -379,8 +379,9 @@ class _Parser:
         var, lo = self.loop_init(node)
         if var in loopvars:
             self.fail(node, f"loop index {var} is the index of an outer loop")
-        if var in self.scalars and self.scalars[var] != "int" or any(a.name == var
-                                                                     for a in self.arrays):
+        if (var in self.scalars and self.scalars[var] != "int") or any(
+            a.name == var for a in self.arrays
+        ):
             self.fail(node, f"loop index {var} is declared as something else")
         self.scalars.pop(var, None)  # an int declared before the nest, used as an index
         self.integer(lo, loopvars, "loop bound")
@@ -417,8 +418,11 @@ class _Parser:
             if (isinstance(d.type, c_ast.TypeDecl) and isinstance(d.type.type, c_ast.IdentifierType)
                     and d.type.type.names == ["int"] and d.init is not None):  # fmt: skip
                 return d.name, d.init
-        if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue,
-                                                                               c_ast.ID):
+        if (
+            isinstance(init, c_ast.Assignment)
+            and init.op == "="
+            and isinstance(init.lvalue, c_ast.ID)
+        ):
             return init.lvalue.name, init.rvalue
         self.outside(node, "loop initialisation (write 'int i = LO' or 'i = LO')")
         return None
@@ -508,8 +512,8 @@ def parse_text(text: str, path: str = "<kernel>") -> Nest:
         elif isinstance(item, c_ast.For) and nest is None:
             nest = item
             p.loop(item, set())
-        elif isinstance(item, c_ast.FuncDef) or isinstance(item, c_ast.Decl) and isinstance(
-                item.type, c_ast.FuncDecl):  # fmt: skip
+        elif isinstance(item, c_ast.FuncDef) or (isinstance(item, c_ast.Decl) and isinstance(
+                item.type, c_ast.FuncDecl)):  # fmt: skip
             p.outside(item, "a function")
         elif nest is None:
             p.outside(item, f"statement '{_text(item)}' outside the loop nest")

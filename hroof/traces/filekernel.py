@@ -22,7 +22,7 @@ floating-point ``+ - * /`` (an operation between two constants is folded, not co
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -205,4 +205,16 @@ def load_kernel_file(path: str) -> FileKernel:
     return k
 
 
-__all__ = ["FILE_PARAMS", "FileKernel", "build", "counted_flops", "load_kernel_file", "replace"]
+def kernel_digest(path: str) -> str:
+    """A hash of the kernel file's text (the result cache keys on it, not on the path)."""
+    return load_kernel_file(path).nest.digest
+
+
+__all__ = [
+    "FILE_PARAMS",
+    "FileKernel",
+    "build",
+    "counted_flops",
+    "kernel_digest",
+    "load_kernel_file",
+]
