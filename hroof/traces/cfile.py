@@ -159,7 +159,8 @@ def _where(path: str, node) -> str:
 def _text(node) -> str:
     from pycparser import c_generator
 
-    return c_generator.CGenerator().visit(node)
+    text = " ".join(c_generator.CGenerator().visit(node).split())
+    return text[:60] + " ..." if len(text) > 64 else text
 
 
 class _Parser:
@@ -497,8 +498,8 @@ def parse_text(text: str, path: str = "<kernel>") -> Nest:
         if m:
             line = int(m.group(2)) - 1
             where = f"{path}:{line}:{m.group(3)}" if line >= 1 else path
-            raise HroofError(f"{where}: not C this parser reads: {m.group(4)}") from None
-        raise HroofError(f"{path}: not C this parser reads: {msg.split(': ', 1)[-1]}") from None
+            raise HroofError(f"{where}: not valid C (pycparser: {m.group(4)})") from None
+        raise HroofError(f"{path}: not valid C (pycparser: {msg.split(': ', 1)[-1]})") from None
     funcs = tree.ext
     if len(funcs) != 1 or not isinstance(funcs[0], c_ast.FuncDef):
         raise HroofError(f"{path}: a kernel file holds declarations and one loop nest, "
@@ -516,7 +517,11 @@ def parse_text(text: str, path: str = "<kernel>") -> Nest:
                 item.type, c_ast.FuncDecl)):  # fmt: skip
             p.outside(item, "a function")
         elif nest is None:
-            p.outside(item, f"statement '{_text(item)}' outside the loop nest")
+            p.fail(
+                item,
+                f"'{_text(item)}' before the loop nest: a kernel file holds "
+                "declarations, then one loop nest",
+            )
         else:
             p.outside(item, f"'{_text(item)}' after the loop nest (one nest a file)")
     if nest is None:

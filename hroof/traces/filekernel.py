@@ -56,6 +56,18 @@ class FileKernel(Kernel):
 
     nest: Nest | None = None
 
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        from hroof._base.errors import suggest
+
+        consts = ", ".join(self.nest.constants) or "none"
+        raise HroofError(
+            f"{self.name} uses no constant '{name}'{suggest(name, self.nest.constants)}; its "
+            f"constants: {consts} (and {', '.join(p.name for p in FILE_PARAMS)})"
+        )
+
     def bind(self, **values: Any) -> Plan:
         missing = [c for c in self.nest.constants if c not in values]
         if missing:
