@@ -175,8 +175,8 @@ def bind(nest: Nest, consts: dict, *, align: int = 64, gap: int = 0) -> Bound:
     A = len(order)
     base = np.zeros(A, np.int64)
     stride = np.zeros((A, D), np.int64)
-    asize = np.zeros(A, np.int64)
-    akind = np.zeros(A, np.int64)
+    asize = np.zeros(A, np.uint32)
+    akind = np.zeros(A, np.uint8)
     dim_c = np.zeros((A, 4), np.int64)
     dim_a = np.zeros((A, 4, D), np.int64)
     ndims = np.zeros(A, np.int64)
@@ -353,6 +353,12 @@ def _nest_gen(pos, stop, addr, size, kind, args):
     inc = np.empty(base.shape[0], np.int64)
     for t in range(base.shape[0]):
         inc[t] = stride[t, D - 1] * step[D - 1]
+    uniform = nbody > 0
+    inc0 = inc[b0] if nbody > 0 else 0
+    usize = asize[b0] if nbody > 0 else 0
+    for t in range(b0, b1):
+        if inc[t] != inc0 or asize[t] != usize:
+            uniform = False
     idx = np.zeros(D, np.int64)
     # Decode: the checkpoint at or before this sweep's iteration r, then row by row.
     sweep_start = (pos // units) * units
@@ -395,13 +401,26 @@ def _nest_gen(pos, stop, addr, size, kind, args):
             for e in range(D - 1):
                 a += stride[t, e] * idx[e]
             cur[t] = a
-        for _ in range(k):
+        if uniform:  # every body access moves alike (a stencil, STREAM): column by column
             for t in range(b0, b1):
-                addr[n] = cur[t]
-                size[n] = asize[t]
-                kind[n] = akind[t]
-                n += 1
-                cur[t] += inc[t]
+                a = cur[t]
+                kd = akind[t]
+                j = n + t - b0
+                for _ in range(k):
+                    addr[j] = a
+                    size[j] = usize
+                    kind[j] = kd
+                    a += inc0
+                    j += nbody
+            n += k * nbody
+        else:
+            for _ in range(k):
+                for t in range(b0, b1):
+                    addr[n] = cur[t]
+                    size[n] = asize[t]
+                    kind[n] = akind[t]
+                    n += 1
+                    cur[t] += inc[t]
         i_in += k
         pos += k
         if i_in == trip:  # the row ends: post(l) where loops l+1 .. D-2 stand at their last
