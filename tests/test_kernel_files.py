@@ -248,3 +248,25 @@ def test_cache_key_follows_the_file_text(tmp_path):
 
     os.utime(f, ns=(1, 1))  # a new mtime: the file is read again
     assert cache_key(str(f), {"N": 8}, h, {}) != a
+
+
+@pytest.mark.parametrize(("file", "consts", "kernel", "params"), [
+    ("3d-7pt.c", {"N": 12}, "stencil7", {"n": 12}),
+    ("3d-7pt-blocked.c", {"N": 12, "BJ": 12, "BK": 5}, "stencil7", {"n": 12, "bk": 5}),
+    ("triad.c", {"N": 1000}, "triad", {"n": 1000}),
+])  # fmt: skip
+@pytest.mark.parametrize("cores", [2, 3])
+def test_cores_split_the_outermost_loop_as_the_builtins_do(file, consts, kernel, params, cores):
+    from hroof.cachesim import hierarchy
+    from hroof.studies.runs import simulate_kernel
+
+    h = hierarchy({"name": "L1", "size": "1 KiB", "ways": 2},
+                  {"name": "L2", "size": "8 KiB", "ways": 4, "shared": True})  # fmt: skip
+    p, q = plan_kernel(k(file), **consts), plan_kernel(kernel, **params)
+    assert p.thread_ranges(cores, 0) == q.thread_ranges(cores, 0)
+    a = simulate_kernel(p, h, cores=cores).to_dict()
+    b = simulate_kernel(q, h, cores=cores).to_dict()
+    for doc in (a, b):
+        doc.pop("timing")
+        doc.pop("source")
+    assert a == b

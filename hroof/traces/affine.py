@@ -275,11 +275,13 @@ def _trip(idx, lo_c, lo_a, hi_c, hi_a, step, depth):
 
 @lazy_njit(**GEN)
 def _walk(lo_c, lo_a, hi_c, hi_a, step, depth, dim_c, dim_a, ndims, every, ck_pos, ck_idx,
-          dmin, dmax, counts):  # fmt: skip
+          dmin, dmax, counts, outer):  # fmt: skip
     """Every row of the nest once: the iterations, the rows, checkpoints (while
     ``ck_pos`` has room; -1 if it ran out), the deepest empty loop, each access's
     lowest and highest index per dimension into ``dmin``, ``dmax``, and into
-    ``counts[l]`` the iterations of loop ``l`` that reach the innermost loop."""
+    ``counts[l]`` the iterations of loop ``l`` that reach the innermost loop, and into
+    ``outer[u]`` the iteration where the ``u``-th of those of loop 0 starts (while it
+    has room)."""
     idx = np.zeros(depth, np.int64)
     found, empty = _first_row(idx, lo_c, lo_a, hi_c, hi_a, step, depth)
     total = 0
@@ -297,6 +299,8 @@ def _walk(lo_c, lo_a, hi_c, hi_a, step, depth, dim_c, dim_a, ndims, every, ck_po
                     first = False
                     break
             if first:
+                if lv == 0 and counts[0] < outer.shape[0]:
+                    outer[counts[0]] = total
                 counts[lv] += 1
         if since >= every:
             if nck == ck_pos.shape[0]:
@@ -453,10 +457,22 @@ def _nest_gen(pos, stop, addr, size, kind, args):
 
 
 # --------------------------------------------------------------------------- walk
+def _outer_room(b: Bound) -> int:
+    """Room for the starts of the outermost loop's iterations: its trip count from its
+    bounds (constants only: it has no outer loop), at most 2^24 (more: not split)."""
+    if b.depth == 1:
+        return 0
+    hi = min(int(b.hi_c[0, u]) for u in range(b.hi_c.shape[1]))
+    trips = max(0, -(-(hi - int(b.lo_c[0])) // int(b.step[0])))
+    return min(trips, 1 << 24)
+
+
 @dataclass(frozen=True)
 class Walked:
     """What one walk of a bound nest found: iterations, rows, checkpoints, the deepest
-    empty loop (-1: none), each access's index range per dimension."""
+    empty loop (-1: none), each access's index range per dimension, the iterations of
+    each loop that reach the innermost one, and where each of the outermost loop's
+    iterations starts (empty for a single loop or one not split)."""
 
     iterations: int
     rows: int
@@ -466,6 +482,7 @@ class Walked:
     dmin: np.ndarray
     dmax: np.ndarray
     counts: np.ndarray
+    outer: np.ndarray
 
 
 def walk(b: Bound, *, every: int | None = None) -> Walked:
@@ -484,10 +501,13 @@ def walk(b: Bound, *, every: int | None = None) -> Walked:
         dmin = np.full((A, 4), _NONE, np.int64)
         dmax = np.full((A, 4), -_NONE, np.int64)
         counts = np.zeros(D, np.int64)
+        outer = np.zeros(_outer_room(b), np.int64)
         total, rows, nck, empty = _walk(b.lo_c, b.lo_a, b.hi_c, b.hi_a, b.step, D, b.dim_c,
                                         b.dim_a, b.ndims, every, ck_pos, ck_idx, dmin, dmax,
-                                        counts)  # fmt: skip
+                                        counts, outer)  # fmt: skip
         if nck >= 0:
+            units = int(counts[0]) if D > 1 else 0
+            starts = outer[:units] if units <= outer.shape[0] else outer[:0]
             return Walked(int(total), int(rows), ck_pos[:nck].copy(), ck_idx[:nck].copy(),
-                          int(empty), dmin, dmax, counts)  # fmt: skip
+                          int(empty), dmin, dmax, counts, starts.copy())  # fmt: skip
         every *= 16

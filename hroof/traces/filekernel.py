@@ -121,6 +121,7 @@ def build(nest: Nest, p: dict) -> Plan:
             hi = max(int(w.dmax[t, k]) for t in ts)
             count *= hi - lo + 1
         footprint += count * arr.elem
+    units, start = _outer_loop(b, w)
     args = (b.lo_c, b.lo_a, b.hi_c, b.hi_a, b.step, b.depth, b.base, b.stride, b.asize,
             b.akind, b.seg, w.iterations, w.ck_pos, w.ck_idx, int(per))  # fmt: skip
     return Plan(
@@ -133,11 +134,33 @@ def build(nest: Nest, p: dict) -> Plan:
         gen=_nest_gen,
         args=args,
         warmup=w.iterations * warm,
+        outer_units=units,
+        outer_start=start,
         sweeps=sweeps,
         warmup_sweeps=warm,
         notes=_notes(nest, p),
         extra={"kernel_file": nest.path, "digest": nest.digest},
     )
+
+
+def _start_of(starts: tuple, total: int, u: int) -> int:
+    return total if u >= len(starts) else starts[u]
+
+
+def _identity(u: int) -> int:
+    return u
+
+
+def _outer_loop(b: Bound, w: Walked):
+    """(units, start) of the outermost loop, split across ``cores=P`` threads as OpenMP's
+    ``schedule(static)`` does (docs/cache-model.md, "Several cores"): a single loop's
+    iterations, or the outermost loop's iterations that reach the innermost loop (their
+    starts from the walk)."""
+    if b.depth == 1:
+        return w.iterations, _identity
+    if len(w.outer) == 0:
+        return 0, None
+    return len(w.outer), partial(_start_of, tuple(int(x) for x in w.outer), w.iterations)
 
 
 def _notes(nest: Nest, p: dict) -> str:
