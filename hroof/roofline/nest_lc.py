@@ -38,10 +38,12 @@ follows it (``j = jj`` in a blocked nest).
 needs the distinct bytes the nest touches meanwhile. Per streaming group, with ``w`` the
 bytes it advances: the union of its accesses' spans, ``sum(d <= w) + w (#(d > w) + 1)``
 (the rule :mod:`hroof.roofline.layers` derives for the stencils). ``w`` is the group's
-flat advance over ``delta`` when that lies between ``T r`` and ``2 T r`` (a contiguous
-walk, rows with their halo: the stencils' exact figure), else ``T r`` (a blocked walk
-touches only its block's rows; a group standing still over ``delta`` streams through its
-inner loops), and at most one ``L``-layer for a group reused over ``L``. Per strided
+flat advance over ``delta`` when the loops inside the carrying loop have bounds free of
+the outer indices, or it is at most ``2 T r`` (a full sweep of rows and planes, halo
+included: the stencils' exact figure), else ``T r`` (a blocked walk touches only its
+block's rows); ``T r`` too for a group that advances less over ``delta`` than through
+its inner loops (one standing still over the carrying loop); at most one ``L``-layer
+for a group reused over ``L``. Per strided
 group, ``k`` lines an iteration (``k`` offsets) up to ``P(L)`` iterations, then ``k |e_L|``
 bytes an iteration; per invariant group ``k`` lines.
 
@@ -133,6 +135,7 @@ class _Shape:
     step: tuple
     per: tuple
     lo_a: object
+    rect: tuple  # rect[l]: the loops inside loop l have bounds free of outer indices
 
 
 def _shape(b, nest) -> _Shape:
@@ -149,8 +152,10 @@ def _shape(b, nest) -> _Shape:
         trips.append(max(0, -(-(min(his) - lo) // step)))
         idx.append(lo)
     per = tuple(math.prod(trips[lv + 1 :]) for lv in range(b.depth))
+    free = [not b.lo_a[m].any() and not b.hi_a[m].any() for m in range(b.depth)]
+    rect = tuple(all(free[lv + 1 :]) for lv in range(b.depth))
     return _Shape(tuple(lp.var for lp in nest.loops), tuple(int(x) for x in b.step), per,
-                  b.lo_a)  # fmt: skip
+                  b.lo_a, rect)  # fmt: skip
 
 
 def _effective(shape: _Shape, stride: tuple) -> list[int]:
@@ -225,10 +230,10 @@ def _reuses(shape: _Shape, groups: list[_Group]) -> list[Reuse]:
 
 def _window(g: _Group, shape: _Shape, delta: tuple, T: float, line: int) -> float:
     """Distinct bytes group ``g`` touches while the nest moves by ``delta`` (``T``
-    innermost iterations): its flat advance over ``delta`` where the walk is contiguous
-    (between once and twice ``T`` times its rate: rows with their halo), else ``T`` times
-    its rate (a blocked walk touches only the block's rows; a group that stands still
-    over ``delta`` still streams through its inner loops)."""
+    innermost iterations): its flat advance over ``delta`` where the loops inside the
+    carrying loop sweep whole rows and planes, else ``T`` times its rate (a blocked walk
+    touches only the block's rows; a group that stands still over ``delta`` still
+    streams through its inner loops)."""
     if g.rate == 0:
         return float(line * len(g.offsets))
     if g.strided:
@@ -236,7 +241,9 @@ def _window(g: _Group, shape: _Shape, delta: tuple, T: float, line: int) -> floa
         return len(g.offsets) * (line * span + g.outer_stride * max(0.0, T - span))
     eff = _effective(shape, g.stride)
     flat = abs(sum(q * e for q, e in zip(delta, eff, strict=True)))
-    w = flat if T * g.rate <= flat <= 2 * T * g.rate else T * g.rate
+    carrier = next((lv for lv, q in enumerate(delta) if q), len(delta) - 1)
+    whole = shape.rect[carrier] or flat <= 2 * T * g.rate  # (a block as large as the grid)
+    w = flat if whole and flat >= T * g.rate else T * g.rate
     if g.outer_loop >= 0:
         w = min(w, g.rate * g.outer_time)
     gaps = [hi - lo for lo, hi in itertools.pairwise(g.offsets)]
