@@ -270,3 +270,33 @@ def test_cores_split_the_outermost_loop_as_the_builtins_do(file, consts, kernel,
         doc.pop("timing")
         doc.pop("source")
     assert a == b
+
+
+# ------------------------------------------------------------------ every command
+def test_trace_of_a_kernel_file_is_its_stream(capsys, tmp_path):
+    from helpers import run_cli
+
+    out = tmp_path / "t.npz"
+    code, _, err = run_cli(capsys, "trace", k("transpose.c"), "M=20", "N=12", "--out", str(out))
+    assert code == 0, err
+    z = np.load(out)
+    want = naive_nest(plan_kernel(k("transpose.c"), M=20, N=12))
+    assert list(zip(z["addr"].tolist(), z["size"].tolist(), z["kind"].tolist(),
+                    strict=True)) == want  # fmt: skip
+
+
+def test_mrc_and_study_take_kernel_files(capsys, tmp_path, monkeypatch):
+    from helpers import run_cli
+
+    code, out, err = run_cli(capsys, "mrc", k("2d-jacobi.c"), "M=40", "N=40", "--machine",
+                             "teaching")  # fmt: skip
+    assert code == 0, err
+    assert "Miss-ratio curve of " in out and "2d-jacobi.c" in out
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(
+        'name = "files"\nmachines = ["teaching"]\n\n[[kernel]]\n'
+        f'name = "{k("matvec.c")}"\nparams = {{ N = "64..1024:x4", M = 8 }}\naxis = "N"\n'
+    )
+    code, out, err = run_cli(capsys, "study", "s.toml")
+    assert code == 0, err
+    assert "matvec.c" in (tmp_path / "study-files" / "study.csv").read_text()

@@ -486,7 +486,14 @@ def _int_literal(node, path: str) -> int:
 
 
 def parse_text(text: str, path: str = "<kernel>") -> Nest:
-    """Parse kernel-file ``text`` (``path`` names it in messages) into a :class:`Nest`."""
+    """Parse kernel-file ``text`` (``path`` names it in messages) into a :class:`Nest`.
+
+    >>> nest = parse_text("double a[N], b[N];\\nfor (int i = 0; i < N; i++) b[i] += 2.0*a[i];")
+    >>> [(acc.array, acc.kind) for acc in nest.statements[0].accesses]
+    [('a', 'load'), ('b', 'load'), ('b', 'store')]
+    >>> nest.statements[0].flops, nest.constants
+    (2, ('N',))
+    """
     from pycparser import c_ast, c_parser
 
     clean = _strip(text, path)
