@@ -728,7 +728,12 @@ BAD_KERNEL_FILES = [
     (
         _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[i][0]\n",
         ["N=8"],
-        ["bad.c:6:1", "not valid C"],
+        ["bad.c: at the end of the file", "not valid C"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = ;\n",
+        ["N=8"],
+        ["bad.c:4:13", "not valid C"],
     ),
     # non-affine indices and bounds
     (

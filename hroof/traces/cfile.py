@@ -485,6 +485,24 @@ def _int_literal(node, path: str) -> int:
         raise HroofError(f"{_where(path, node)}: integer constant {node.value!r}") from None
 
 
+def _parser():
+    """pycparser's parser, made to name the next token's line and column in the errors it
+    raises without one ("Invalid expression"; pycparser 3's parser, else as it is)."""
+    from pycparser import c_parser
+
+    class Located(c_parser.CParser):
+        def _parse_error(self, msg, coord):
+            if coord is None or isinstance(coord, str):
+                try:
+                    tok = self._peek()
+                    coord = self._tok_coord(tok) if tok is not None else coord
+                except Exception:  # another pycparser: its own message
+                    pass
+            super()._parse_error(msg, coord)
+
+    return Located()
+
+
 def parse_text(text: str, path: str = "<kernel>") -> Nest:
     """Parse kernel-file ``text`` (``path`` names it in messages) into a :class:`Nest`.
 
@@ -498,13 +516,15 @@ def parse_text(text: str, path: str = "<kernel>") -> Nest:
 
     clean = _strip(text, path)
     try:
-        tree = c_parser.CParser().parse(_WRAP + clean + "\n}\n", path)
+        tree = _parser().parse(_WRAP + clean + "\n}\n", path)
     except c_parser.ParseError as exc:
         msg = str(exc)
         m = re.match(r"^(.*?):(\d+):(\d+):\s*(.*)$", msg)
         if m:
             line = int(m.group(2)) - 1
             where = f"{path}:{line}:{m.group(3)}" if line >= 1 else path
+            if line > len(text.splitlines()):  # the closing brace hroof adds: the end
+                where = f"{path}: at the end of the file"
             raise HroofError(f"{where}: not valid C (pycparser: {m.group(4)})") from None
         raise HroofError(f"{path}: not valid C (pycparser: {msg.split(': ', 1)[-1]})") from None
     funcs = tree.ext
