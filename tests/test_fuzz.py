@@ -807,3 +807,15 @@ def test_bad_kernel_files_refuse_in_one_line(capsys, tmp_path, monkeypatch, comm
 def test_missing_kernel_file_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert_cli_bad(capsys, ["simulate", "nope.c", "N=4"], "kernel file nope.c: no such file")
+
+
+@pytest.mark.parametrize(("file", "words", "expect"), [
+    ("3d-7pt.c", ["N=1e6"], ["walking the rows of", "would take about"]),
+    ("triad.c", ["N=1e15"], ["simulating", "would take about"]),
+    ("matvec.c", ["M=1e12", "N=1e12"], ["beyond the 64-bit range"]),
+])  # fmt: skip
+def test_absurd_kernel_file_sizes_refused_before_the_walk(capsys, file, words, expect):
+    path = Path(__file__).resolve().parent.parent / "examples" / "kernels" / file
+    t0 = time.perf_counter()
+    assert_cli_bad(capsys, ["simulate", str(path), *words], *expect)
+    assert time.perf_counter() - t0 < 5

@@ -457,6 +457,32 @@ def _nest_gen(pos, stop, addr, size, kind, args):
 
 
 # --------------------------------------------------------------------------- walk
+def upper_counts(b: Bound) -> tuple[int, int]:
+    """Upper bounds of the rows and of the innermost iterations of ``b``, from its bounds
+    by interval arithmetic over the outer indices' ranges (no walk: to refuse an absurd
+    size before walking it)."""
+    ranges: list[tuple[int, int]] = []
+    trips = []
+
+    def span(c, a):  # the range of c + a . idx over the outer indices' ranges
+        lo = hi = int(c)
+        for e, (r0, r1) in enumerate(ranges):
+            x, y = int(a[e]) * r0, int(a[e]) * r1
+            lo, hi = lo + min(x, y), hi + max(x, y)
+        return lo, hi
+
+    for lv in range(b.depth):
+        lo_min = span(b.lo_c[lv], b.lo_a[lv])[0]
+        his = [span(b.hi_c[lv, u], b.hi_a[lv, u]) for u in range(b.hi_c.shape[1])
+               if u == 0 or b.hi_c[lv, u] != _NONE]  # fmt: skip
+        hi_max = min(h[1] for h in his)
+        step = int(b.step[lv])
+        trips.append(max(0, -(-(hi_max - lo_min) // step)))
+        ranges.append((lo_min, max(lo_min, hi_max - 1)))
+    rows = math.prod(trips[:-1])
+    return rows, rows * trips[-1]
+
+
 def _outer_room(b: Bound) -> int:
     """Room for the starts of the outermost loop's iterations: its trip count from its
     bounds (constants only: it has no outer loop), at most 2^24 (more: not split)."""

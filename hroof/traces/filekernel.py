@@ -27,9 +27,15 @@ from functools import partial
 from typing import Any
 
 from hroof._base.errors import HroofError
-from hroof.traces.affine import Bound, Walked, _nest_gen, bind, walk
+from hroof._base.guards import check_time
+from hroof.traces.affine import CHECK_EVERY, Bound, Walked, _nest_gen, bind, upper_counts, walk
 from hroof.traces.cfile import Nest, parse_file
 from hroof.traces.kernels import ALIGN, Kernel, Param, Plan
+from hroof.traces.limits import MAX_SECONDS, PACE
+
+#: Rows a second the plan's walk takes, at the least, and the longest walk accepted.
+WALK_PACE = 1e7
+WALK_SECONDS = 3600.0
 
 #: Parameters every kernel file has, after its constants.
 FILE_PARAMS = (
@@ -104,7 +110,14 @@ def build(nest: Nest, p: dict) -> Plan:
     """The plan of ``nest`` with parameters ``p`` (constants and the file parameters)."""
     consts = {c: p[c] for c in nest.constants}
     b = bind(nest, consts, align=p["align"], gap=p["gap"])
-    w = walk(b)
+    rows, iters = upper_counts(b)  # absurd sizes refused before the walk
+    what = f"{nest.path} ({', '.join(f'{k}={v}' for k, v in consts.items())})"
+    check_time(rows, WALK_PACE, WALK_SECONDS, f"walking the rows of {what}",
+               hint="; choose smaller sizes")  # fmt: skip
+    check_time(iters * int(b.seg[-1]) * (p["sweeps"] + p["warmup"]), PACE, MAX_SECONDS,
+               f"simulating {what}", hint="; choose smaller sizes")  # fmt: skip
+    # checkpoints: the default stride, or one that needs no more than 2^20 of them
+    w = walk(b, every=None if rows + iters < CHECK_EVERY << 20 else (rows + iters) >> 20)
     _check(nest, b, w)
     per = b.seg[-1]  # every access of every slot: the most one iteration emits
     accesses_sweep = _accesses(b, w)
