@@ -14,6 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from hroof._base.errors import HroofError
 from hroof.traces import plan_kernel
@@ -300,3 +303,70 @@ def test_mrc_and_study_take_kernel_files(capsys, tmp_path, monkeypatch):
     code, out, err = run_cli(capsys, "study", "s.toml")
     assert code == 0, err
     assert "matvec.c" in (tmp_path / "study-files" / "study.csv").read_text()
+
+
+# ------------------------------------------------------------------ random nests
+@st.composite
+def nests(draw):
+    """A random kernel file: 1 to 3 loops (constant, triangular and blocked-style
+    bounds, steps 1 to 3), statements in the innermost body and around inner loops,
+    affine indices into two arrays large enough for every index."""
+    depth = draw(st.integers(1, 3))
+    lines = ["double a[8*N+30][8*N+30], b[8*N+30][8*N+30];", "double s, q;"]
+    loops = []
+    for lv in range(depth):
+        outer = [f"i{e}" for e in range(lv)]
+        lo = draw(st.sampled_from(["0", "1", *outer]))
+        hi = draw(st.sampled_from(["N", "N+1", *(f"{v}+3" for v in outer)]))
+        cond = f"i{lv} < {hi}"
+        if draw(st.booleans()):
+            cond += f" && i{lv} <= N"
+        step = draw(st.integers(1, 3))
+        loops.append(f"for (int i{lv} = {lo}; {cond}; i{lv} += {step})")
+
+    def index(scope):
+        terms = [f"{draw(st.integers(0, 2))}*{v}" for v in scope]
+        return " + ".join([*terms, str(draw(st.integers(0, 3)))])
+
+    def statement(scope):
+        def ref():
+            name = draw(st.sampled_from(["a", "b"]))
+            return f"{name}[{index(scope)}][{index(scope)}]"
+
+        target = draw(st.sampled_from(["s", ref()]))
+        op = draw(st.sampled_from(["=", "+=", "-=", "*="]))
+        rhs = " + ".join(draw(st.lists(st.sampled_from([ref(), "q", "2.0"]), min_size=1,
+                                       max_size=3)))  # fmt: skip
+        return f"{target} {op} {rhs};"
+
+    body = [statement([f"i{e}" for e in range(depth)])
+            for _ in range(draw(st.integers(1, 3)))]  # fmt: skip
+    for lv in range(depth - 2, -1, -1):  # wrap: statements before and after the inner loop
+        scope = [f"i{e}" for e in range(lv + 1)]
+        pre = [statement(scope)] if draw(st.booleans()) else []
+        post = [statement(scope)] if draw(st.booleans()) else []
+        body = [*pre, loops[lv + 1] + " {", *body, "}", *post]
+    lines += [loops[0] + " {", *body, "}"]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(text=nests(), n=st.integers(1, 6))
+def test_random_nests_equal_their_naive_twin(text, n):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.c"
+        path.write_text(text)
+        try:
+            p = plan_kernel(str(path), N=n)
+        except HroofError as exc:  # refusals a random nest may earn
+            why = ("runs around loop", "no iteration", "touches no array")
+            assume(not any(w in str(exc) for w in why))
+            raise
+        want = naive_nest(p)
+        assert p.accesses == len(want)
+        for chunk in (p.per_iteration, 3 * p.per_iteration + 1, 1 << 16):
+            addr, size, kind = stream(p, chunk)
+            got = list(zip(addr.tolist(), size.tolist(), kind.tolist(), strict=True))
+            assert got == want
