@@ -200,6 +200,10 @@ def _check(nest: Nest, b: Bound, w: Walked) -> None:
     inner loop would skip, an access outside its array's declared bounds."""
     if w.iterations == 0:
         raise HroofError(f"{nest.path}: the nest runs no iteration at these constants")
+    if b.seg[b.depth] == b.seg[b.depth - 1]:  # (the generator counts innermost iterations)
+        lp = nest.loops[-1]
+        raise HroofError(f"{lp.where}: the innermost loop ({lp.var}) touches no array; a "
+                         "kernel file's innermost statements must access one")  # fmt: skip
     outer = [s for s in nest.statements if s.slot != "body" and s.accesses]
     if outer and w.empty >= 0:
         st = min(outer, key=lambda s: s.level)
