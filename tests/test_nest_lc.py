@@ -109,3 +109,20 @@ def test_sweep_prints_the_file_walls_beside_the_simulated(capsys):
     assert "layer condition of loop k" in walls
     assert "the layer condition predicts it after N=9 (inside the measured interval)" in walls
     assert "after N=30 (inside the measured interval)" in walls
+
+
+def test_simulate_prints_the_conditions_beside_the_simulated_bytes(capsys):
+    from hroof.roofline.nest_lc import nest_layer_conditions
+
+    path = str(KERNELS / "2d-gauss-seidel.c")
+    h = load_machine("skylake-sp").hierarchy
+    lcs = nest_layer_conditions(path, {"M": 400, "N": 400}, h)
+    assert [(lc.holds, lc.bytes_per_iteration) for lc in lcs][0] == ("j", 16)
+    assert lcs[-1].holds == "every array" and lcs[-1].bytes_per_iteration is None
+    code, out, err = run_cli(capsys, "simulate", path, "M=400", "N=400", "-q")
+    assert code == 0, err
+    table = out.split("Layer conditions predicted from the file", 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith("L1 -> L2"))
+    assert "loop j" in row
+    predicted, simulated = (float(x) for x in row.split()[-2:])
+    assert predicted == 16 and abs(simulated - 16) < 0.5  # 1.2 % more: the first rows

@@ -413,3 +413,58 @@ def nest_walls(kernel: str, fixed: dict, param: str, hierarchy: HierarchyConfig,
                 text += f" (in 1/{cores} of the shared {lv.name})"
             out.append(PredictedWall(lv.name, name, n, req, f"{lv.name}: {text}", eff))
     return out
+
+
+@dataclass(frozen=True)
+class NestLevel:
+    """The layer condition that holds at one cache level for a kernel file at given sizes:
+    the level, where its traffic goes, the capacity that keeps the reused data (under the
+    level's inclusion policy), the largest condition that fits (``holds``: a loop's
+    index, ``"none"``, or ``"every array"`` when they all fit), its requirement, and the
+    predicted bytes an innermost iteration moved below (the level's write-allocate
+    counted; None when every array fits: then only compulsory traffic moves)."""
+
+    level: str
+    below: str
+    capacity: int
+    holds: str
+    requirement: int
+    bytes_per_iteration: float | None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _arrays_bytes(kernel: str, params: dict) -> int:
+    """Bytes of every array of a kernel file at ``params``, as laid out."""
+    from hroof.traces import get_kernel
+    from hroof.traces.affine import bind
+
+    k = get_kernel(kernel)
+    values = {p.name: p.default for p in k.params}
+    values.update({key: k.param(key).parse(v, kernel) for key, v in params.items()})
+    b = bind(k.nest, {c: values[c] for c in k.nest.constants}, align=values["align"],
+             gap=values["gap"])  # fmt: skip
+    return sum(a.nbytes for a in b.arrays)
+
+
+def nest_layer_conditions(kernel: str, params: dict, hierarchy: HierarchyConfig, *,
+                          safety: float = 1.0) -> list[NestLevel]:  # fmt: skip
+    """Per cache level, the layer condition of a kernel file that holds with ``params``
+    and the bytes an innermost iteration it predicts below (``safety`` times each
+    level's effective capacity; 1, the exact LRU rule, by default)."""
+    if isinstance(safety, bool) or not isinstance(safety, (int, float)) or not 0 < safety <= 1:
+        raise HroofError(f"safety must be a fraction of the capacity in (0, 1], got {safety!r}")
+    conds = nest_conditions(kernel, params, hierarchy.levels[0].line)
+    total = _arrays_bytes(kernel, params)
+    names = [lv.name for lv in hierarchy.levels] + [hierarchy.memory_name]
+    out = []
+    for i, lv in enumerate(hierarchy.levels):
+        eff, _ = effective_capacity(hierarchy, i)
+        if total <= safety * eff:  # every array stays: only the first touches move
+            out.append(NestLevel(lv.name, names[i + 1], eff, "every array", total, None))
+            continue
+        c = [x for x in conds if x.requirement <= safety * eff][-1]
+        per = c.bytes_per_iteration if lv.write_allocate else c.bytes_no_wa
+        out.append(NestLevel(lv.name, names[i + 1], eff, c.loop, c.requirement, per))
+    return out
