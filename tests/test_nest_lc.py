@@ -117,7 +117,7 @@ def test_simulate_prints_the_conditions_beside_the_simulated_bytes(capsys):
     path = str(KERNELS / "2d-gauss-seidel.c")
     h = load_machine("skylake-sp").hierarchy
     lcs = nest_layer_conditions(path, {"M": 400, "N": 400}, h)
-    assert [(lc.holds, lc.bytes_per_iteration) for lc in lcs][0] == ("j", 16)
+    assert (lcs[0].holds, lcs[0].bytes_per_iteration) == ("j", 16)
     assert lcs[-1].holds == "every array" and lcs[-1].bytes_per_iteration is None
     code, out, err = run_cli(capsys, "simulate", path, "M=400", "N=400", "-q")
     assert code == 0, err
