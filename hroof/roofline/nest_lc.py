@@ -403,10 +403,10 @@ def nest_walls(kernel: str, fixed: dict, param: str, hierarchy: HierarchyConfig,
                 n = largest(need, budget)
                 req = need(n + 1) if n is not None else None
                 arrays = ", ".join(carried.get(name, ()))
-                text = (f"layer condition of loop {name}: what the nest touches between "
-                        f"the reuses of {arrays} that loop {name} carries "
-                        f"({format_bytes(req) if req else '?'} at {param}={(n or 0) + 1}) "
-                        "no longer fits")  # fmt: skip
+                size = format_bytes(req) if req else "?"
+                text = (f"layer condition of loop {name} (the reuse of {arrays} across its "
+                        f"iterations): the {size} touched between two uses at "
+                        f"{param}={(n or 0) + 1} no longer fit")  # fmt: skip
             if note:
                 text += f"; capacity {note}"
             if cores > 1 and i >= first_shared and name != "whole":
