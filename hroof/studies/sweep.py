@@ -476,7 +476,11 @@ def all_predicted_walls(
     if is_kernel_file(kernel):  # any nest: its layer conditions from the file alone
         from hroof.roofline.nest_lc import nest_walls
 
-        if param not in get_kernel(kernel).nest.constants:
+        try:
+            nest = get_kernel(kernel).nest
+        except HroofError:  # a saved sweep whose kernel file is gone: nothing to predict from
+            return []
+        if param not in nest.constants:
             return []
         fixed = {k: v for k, v in points[0].params.items() if k != param and k not in RUN_WORDS}
         return nest_walls(kernel, fixed, param, h, steady=steady, safety=1.0,
