@@ -131,10 +131,10 @@ def test_simulate_prints_the_conditions_beside_the_simulated_bytes(capsys):
 def test_report_of_a_sweep_whose_kernel_file_is_gone(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "k.c").write_text((KERNELS / "2d-5pt.c").read_text())
-    code, out, err = run_cli(capsys, "sweep", "k.c", "N=16..32:x2", "--machine", "teaching",
+    code, _, err = run_cli(capsys, "sweep", "k.c", "N=16..32:x2", "--machine", "teaching",
                              "--out", "sw", "--mrc", "off", "-q")  # fmt: skip
     assert code == 0, err
     (tmp_path / "k.c").unlink()
-    code, out, err = run_cli(capsys, "report", "sw", "--mrc", "off")
+    code, _out, err = run_cli(capsys, "report", "sw", "--mrc", "off")
     assert code == 0, err
     assert (tmp_path / "sw" / "report.html").is_file()
