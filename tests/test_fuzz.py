@@ -682,3 +682,140 @@ def test_guards_accept_only_what_they_promise(value):
         assert -(2**63) <= n < 2**63 and isinstance(n, int)
     except ResourceError:
         pass
+
+
+# -------------------------------------------------------------------- bad kernel files (issue 32)
+_GOOD_DECLS = "double a[N][N], b[N][N];\ndouble s;\n"
+#: (file text, KEY=VALUE words, words the one line names). Each is refused before anything
+#: is simulated: exit 2, one line with the file, line and column where there is one.
+BAD_KERNEL_FILES = [
+    # unsupported statements and constructs
+    (
+        _GOOD_DECLS + "for (int i = 1; i < N; i++)\n  if (s) b[i][0] = a[i][0];\n",
+        ["N=8"],
+        ["bad.c:4:3", "If", "outside the kernel-file subset"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = sqrt(a[i][0]);\n",
+        ["N=8"],
+        ["bad.c:4:13", "function call"],
+    ),
+    (
+        _GOOD_DECLS + "int i = 0;\nwhile (i < N) i++;\n",
+        ["N=8"],
+        ["bad.c:4:1", "before the loop nest"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] /= a[i][0];\n",
+        ["N=8"],
+        ["bad.c:4:3", "'/='"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = N; i > 0; i--)\n  b[i][0] = a[i][0];\n",
+        ["N=8"],
+        ["bad.c:3", "loop condition"],
+    ),
+    (
+        "#define N 100\n" + _GOOD_DECLS + "for (int i = 0; i < N; i++) s += a[i][i];\n",
+        [],
+        ["bad.c:1:1", "#define", "NAME=VALUE"],
+    ),
+    (
+        "double *p;\nfor (int i = 0; i < N; i++) p[i] = 0.0;\n",
+        ["N=8"],
+        ["bad.c:1", "declaration of p"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[i][0]\n",
+        ["N=8"],
+        ["bad.c: at the end of the file", "not valid C"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = ;\n",
+        ["N=8"],
+        ["bad.c:4:13", "not valid C"],
+    ),
+    # non-affine indices and bounds
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  for (int j = 0; j < N; j++)\n"
+        "    b[i][j] = a[i*j][0];\n",
+        ["N=8"],
+        ["bad.c:5:17", "non-affine index", "i * j"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[i/2][0];\n",
+        ["N=8"],
+        ["bad.c:4:15", "non-affine", "'/'"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[b[i][0]][0];\n",
+        ["N=8"],
+        ["non-affine", "array element"],
+    ),
+    # constants: unknown, missing
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++) b[i][0] = a[i][0];\n",
+        ["N=8", "M=4"],
+        ["bad.c uses no constant 'M'", "its constants: N"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++) b[i][0] = a[i][0];\n",
+        [],
+        ["constant N not given", "N=VALUE"],
+    ),
+    (_GOOD_DECLS + "for (int i = 0; i < N; i++) b[i][0] = a[i][0];\n", ["N=ten"], ["N"]),
+    # out of the declared bounds at the given sizes
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[i+1][0];\n",
+        ["N=8"],
+        ["bad.c:4:13", "a[i + 1][0] is out of bounds", "reaches 8", "0..7"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i <= N; i++)\n  b[i][0] = a[0][i];\n",
+        ["N=8"],
+        ["bad.c:4:13", "a[0][i] is out of bounds", "reaches 8"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++)\n  b[i][0] = a[i-1][0];\n",
+        ["N=8"],
+        ["a[i - 1][0] is out of bounds", "reaches -1"],
+    ),
+    (
+        _GOOD_DECLS + "for (int i = 0; i < N; i++) b[i][0] = a[i][0];\n",
+        ["N=0"],
+        ["bad.c:1", "dimension 1 has size 0"],
+    ),
+]
+
+
+@pytest.mark.parametrize("command", ["simulate", "trace", "sweep"])
+@pytest.mark.parametrize("text,words,expect", BAD_KERNEL_FILES,
+                         ids=[f"bad{i}" for i in range(len(BAD_KERNEL_FILES))])  # fmt: skip
+def test_bad_kernel_files_refuse_in_one_line(capsys, tmp_path, monkeypatch, command, text,
+                                             words, expect):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.c").write_text(text)
+    argv = {"simulate": ["simulate", "bad.c", *words],
+            "trace": ["trace", "bad.c", *words, "--out", "out.npz"],
+            "sweep": ["sweep", "bad.c", *words, "--out", "sw"]}[command]  # fmt: skip
+    if command == "sweep" and not words:
+        argv.append("flops=1,2")
+    assert_cli_bad(capsys, argv, *expect)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.c"]  # nothing written
+
+
+def test_missing_kernel_file_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert_cli_bad(capsys, ["simulate", "nope.c", "N=4"], "kernel file nope.c: no such file")
+
+
+@pytest.mark.parametrize(("file", "words", "expect"), [
+    ("3d-7pt.c", ["N=1e6"], ["walking the rows of", "would take about"]),
+    ("triad.c", ["N=1e15"], ["simulating", "would take about"]),
+    ("matvec.c", ["M=1e12", "N=1e12"], ["beyond the 64-bit range"]),
+])  # fmt: skip
+def test_absurd_kernel_file_sizes_refused_before_the_walk(capsys, file, words, expect):
+    path = Path(__file__).resolve().parent.parent / "examples" / "kernels" / file
+    t0 = time.perf_counter()
+    assert_cli_bad(capsys, ["simulate", str(path), *words], *expect)
+    assert time.perf_counter() - t0 < 5

@@ -374,7 +374,9 @@ def format_kernels() -> str:
         lines.append("")
     lines.append(
         "Run one with: hroof simulate KERNEL KEY=VALUE ... (e.g. hroof simulate triad n=1e6);\n"
-        "run it natively and time it with: hroof run KERNEL KEY=VALUE ..."
+        "run it natively and time it with: hroof run KERNEL KEY=VALUE ...\n"
+        "Your own loop nest: a C file as the kernel, its constants as KEY=VALUE\n"
+        "(hroof simulate examples/kernels/3d-7pt.c N=64; docs/kernels.md, 'Kernel files')."
     )
     return "\n".join(lines)
 

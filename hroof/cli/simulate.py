@@ -30,7 +30,7 @@ from hroof.cli.options import (
     trace_format,
 )
 from hroof.cli.results import format_carm, format_cores, format_kernels, format_result
-from hroof.cli.text import assignments_text, emit, term_width
+from hroof.cli.text import Col, assignments_text, emit, format_bytes, term_width, text_table
 from hroof.machine.model import resolve_machine
 from hroof.traces import FORMATS, count_accesses, detect_format, iter_trace
 from hroof.traces.limits import BYTES_PER_READ_ACCESS, MAX_SECONDS, check_plan, guard_chunks
@@ -172,7 +172,45 @@ def _print(result: SimResult, machine: HierarchyConfig, args, notes: str) -> Non
     text = format_result(result, machine, flops_note=notes or None, width=term_width())
     if result.per_core is not None:
         text += "\n\n" + format_cores(result)
-    emit(text + sampling_note(result) + _advice(result, machine))
+    emit(text + sampling_note(result) + _nest_note(result, machine) + _advice(result, machine))
+
+
+def _nest_note(result: SimResult, machine: HierarchyConfig) -> str:
+    """For a kernel file: the layer condition holding at each level, predicted from the
+    file alone, beside the bytes per innermost iteration simulated (empty otherwise)."""
+    kernel = (result.source or {}).get("kernel", "")
+    if not kernel.lower().endswith(".c") or not result.levels:
+        return ""
+    from hroof.roofline.nest_lc import nest_layer_conditions
+    from hroof.traces import get_kernel
+
+    params = dict(result.source.get("params", {}))
+    k = get_kernel(kernel)
+    counted = params.get("sweeps", 1)
+    plan = k.bind(**params)
+    iters = (plan.iterations - plan.warmup) or 1
+    if result.cores > 1 or counted != 1 or plan.warmup:
+        return ""  # the conditions are per sweep of one core
+    cols = [
+        Col("level", "<", 0),
+        Col("capacity"),
+        Col("condition\nthat holds", "<"),
+        Col("it needs"),
+        Col("predicted\nB/iteration"),
+        Col("simulated\nB/iteration"),
+    ]
+    rows = []
+    lcs = nest_layer_conditions(kernel, params, machine)
+    below = [lv.bytes for lv in result.levels[1:]] + [result.memory.bytes]
+    for lc, moved in zip(lcs, below, strict=True):
+        holds = lc.holds if lc.holds in ("none", "every array") else f"loop {lc.holds}"
+        per = "first touch" if lc.bytes_per_iteration is None else f"{lc.bytes_per_iteration:.3g}"
+        rows.append([f"{lc.level} -> {lc.below}", format_bytes(lc.capacity), holds,
+                     format_bytes(lc.requirement), per, f"{moved / iters:.3g}"])  # fmt: skip
+    return (
+        "\n\nLayer conditions predicted from the file (hroof.roofline.nest_lc; safety 1, "
+        "fully associative LRU):\n" + "\n".join(text_table(cols, rows))
+    )
 
 
 def _engine(args, plan, cores: int) -> str:

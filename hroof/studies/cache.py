@@ -27,6 +27,8 @@ from hroof._base.errors import HroofError
 from hroof._base.files import write_text
 from hroof._base.paths import results_cache_dir
 from hroof.cachesim import HierarchyConfig, SimResult
+from hroof.traces.cfile import is_kernel_file
+from hroof.traces.filekernel import kernel_digest
 
 #: Bump when a result's meaning changes without any source of cachesim/traces changing.
 CACHE_VERSION = 2
@@ -72,7 +74,7 @@ def canonical_hierarchy(hierarchy: HierarchyConfig) -> dict:
 
 
 def cache_key(kernel: str, params: dict, hierarchy: HierarchyConfig, options: dict) -> str:
-    """A hash of everything a simulated result depends on.
+    """A hash of everything a simulated result depends on (for a kernel file, its text).
 
     >>> from hroof.cachesim import hierarchy
     >>> a = hierarchy({"name": "L1", "size": 1024, "ways": 2}, name="A")
@@ -80,18 +82,17 @@ def cache_key(kernel: str, params: dict, hierarchy: HierarchyConfig, options: di
     >>> cache_key("triad", {"n": 8}, a, {}) != cache_key("triad", {"n": 8}, b, {})
     True
     """
-    blob = json.dumps(
-        {
-            "kernel": kernel,
-            "params": params,
-            "machine": canonical_hierarchy(hierarchy),
-            "options": options,
-            "code": code_fingerprint(),
-            "version": CACHE_VERSION,
-        },
-        sort_keys=True,
-        default=str,
-    )
+    doc = {
+        "kernel": kernel,
+        "params": params,
+        "machine": canonical_hierarchy(hierarchy),
+        "options": options,
+        "code": code_fingerprint(),
+        "version": CACHE_VERSION,
+    }
+    if is_kernel_file(kernel):  # a kernel file: its text, not only its path
+        doc["kernel_digest"] = kernel_digest(kernel)
+    blob = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

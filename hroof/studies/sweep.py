@@ -28,6 +28,7 @@ from hroof.roofline.layers import STENCILS, PredictedWall, stencil_walls
 from hroof.studies.cache import ResultCache, cache_key
 from hroof.studies.executor import Executor, LocalPool, PointsFailed, simulate_point, track
 from hroof.traces import accounting, get_kernel
+from hroof.traces.cfile import is_kernel_file
 from hroof.traces.kernels import RUN_WORDS, split_run_words
 from hroof.traces.limits import check_plan
 
@@ -465,15 +466,28 @@ def sweep_machine(name: str) -> Machine | None:
 def all_predicted_walls(
     points: list[SweepPoint], machine: Machine | HierarchyConfig, param: str
 ) -> list[PredictedWall]:
-    """Every wall the layer conditions predict for a stencil swept over ``n`` (in or out
-    of the sweep's range); empty for anything else. Steady-state runs (warm-up
-    sweeps) get the whole-working-set walls too."""
+    """Every wall the layer conditions predict for a stencil swept over ``n``, or a kernel
+    file swept over one of its constants (:mod:`hroof.roofline.nest_lc`), in or out of
+    the sweep's range; empty for anything else. Steady-state runs (warm-up sweeps) get
+    the whole-working-set walls too."""
     kernel = points[0].result.source.get("kernel")
+    h = getattr(machine, "hierarchy", machine)
+    steady = accounting(points[0].result.source)["mode"] == "steady"
+    if is_kernel_file(kernel):  # any nest: its layer conditions from the file alone
+        from hroof.roofline.nest_lc import nest_walls
+
+        try:
+            nest = get_kernel(kernel).nest
+        except HroofError:  # a saved sweep whose kernel file is gone: nothing to predict from
+            return []
+        if param not in nest.constants:
+            return []
+        fixed = {k: v for k, v in points[0].params.items() if k != param and k not in RUN_WORDS}
+        return nest_walls(kernel, fixed, param, h, steady=steady, safety=1.0,
+                          cores=points[0].result.cores)  # fmt: skip
     if param != "n" or kernel not in STENCILS:
         return []
     fixed = {k: v for k, v in points[0].params.items() if k != "n" and k not in RUN_WORDS}
-    steady = accounting(points[0].result.source)["mode"] == "steady"
-    h = getattr(machine, "hierarchy", machine)
     return stencil_walls(fixed, h, kernel=kernel, steady=steady, safety=1.0,
                          cores=points[0].result.cores)  # fmt: skip
 

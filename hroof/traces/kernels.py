@@ -518,7 +518,12 @@ def unregister_kernel(name: str) -> None:
 
 
 def get_kernel(name: str) -> Kernel:
-    """The registered kernel ``name``; an unknown name gets the closest suggestion."""
+    """The registered kernel ``name``; an unknown name gets the closest suggestion. A name
+    ending in ``.c`` is a kernel file (:mod:`hroof.traces.filekernel`), parsed here."""
+    if isinstance(name, str) and name.lower().endswith(".c"):
+        from hroof.traces.filekernel import load_kernel_file
+
+        return load_kernel_file(name)
     _load_builtins()
     try:
         return _REGISTRY[name]

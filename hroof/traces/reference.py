@@ -216,6 +216,73 @@ GENERATORS = {
 }
 
 
+def _c_int(node, env):
+    """A kernel file's integer expression (a pycparser node) at the values of ``env``:
+    constants and loop indices; C's truncating division."""
+    t = type(node).__name__
+    if t == "Constant":
+        text = node.value.rstrip("uUlL")
+        return int(text, 8) if len(text) > 1 and text[0] == "0" and text.isdigit() else int(
+            text, 0)  # fmt: skip
+    if t == "ID":
+        return env[node.name]
+    if t == "UnaryOp":
+        v = _c_int(node.expr, env)
+        return -v if node.op == "-" else v
+    a, b = _c_int(node.left, env), _c_int(node.right, env)
+    if node.op == "+":
+        return a + b
+    if node.op == "-":
+        return a - b
+    if node.op == "*":
+        return a * b
+    q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+    return q if node.op == "/" else a - q * b
+
+
+def naive_nest(plan):
+    """A kernel file's loop nest run as written (:mod:`hroof.traces.cfile`): loops whose
+    bounds are evaluated at every entry, and per statement its accesses in order, their
+    addresses from the indices row-major in the plan's layout; the warm-up runs, then
+    the counted ones."""
+    from hroof.traces.kernels import get_kernel
+
+    nest = get_kernel(plan.kernel).nest
+    consts = {c: plan.params[c] for c in nest.constants}
+    arrays = {a.name: a for a in plan.arrays}
+    dims = {a.name: [_c_int(d, consts) for d in a.dims] for a in nest.arrays}
+    trace = []
+
+    def statements(level, slot, env):
+        for st in nest.statements:
+            if st.level != level or st.slot != slot:
+                continue
+            for acc in st.accesses:
+                flat = 0
+                for k, node in enumerate(acc.index):
+                    flat = flat * dims[acc.array][k] + _c_int(node, env)
+                arr = arrays[acc.array]
+                trace.append((arr.base + flat * arr.elem, arr.elem,
+                              1 if acc.kind == "store" else 0))  # fmt: skip
+
+    def run(level, env):
+        loop = nest.loops[level]
+        v = _c_int(loop.lo, env)
+        while all(v < _c_int(h, env) + (1 if inclusive else 0) for h, inclusive in loop.his):
+            inner = {**env, loop.var: v}
+            if level == len(nest.loops) - 1:
+                statements(level, "body", inner)
+            else:
+                statements(level, "pre", inner)
+                run(level + 1, inner)
+                statements(level, "post", inner)
+            v += _c_int(loop.step, env)
+
+    for _ in range(plan.params["warmup"] + plan.params["sweeps"]):
+        run(0, dict(consts))
+    return trace
+
+
 def reference_trace(plan) -> list[tuple[int, int, int]] | None:
     """The whole trace of a bound plan of one of hroof's kernels, warm-up included, as a
     list of ``(addr, size, kind)``, written out by its plain loop nest; None for a kernel
@@ -226,13 +293,15 @@ def reference_trace(plan) -> list[tuple[int, int, int]] | None:
     if plan.kernel == "spmv":
         bcsr = plan.params.get("storage", "csr") != "csr"
         return naive_bcsr(plan)[0] if bcsr else naive_spmv(plan)
+    if plan.kernel.lower().endswith(".c"):
+        return naive_nest(plan)
     gen = GENERATORS.get(plan.kernel)
     return None if gen is None else gen(plan)
 
 
 #: The modules of hroof's own generators (a user may register a kernel of the same name).
 OWN_MODULES = ("hroof.traces.stream", "hroof.traces.stencils", "hroof.traces.dense",
-                "hroof.traces.sparse")  # fmt: skip
+               "hroof.traces.sparse", "hroof.traces.affine")  # fmt: skip
 
 __all__ = [
     "GENERATORS",
@@ -243,6 +312,7 @@ __all__ = [
     "naive_blocks",
     "naive_dgemv",
     "naive_gemm",
+    "naive_nest",
     "naive_spmv",
     "naive_stream",
     "reference_trace",
