@@ -156,10 +156,26 @@ def warm_generators() -> None:
     for _chunk in iter_trace(data):
         pass
     with tempfile.TemporaryDirectory() as tmp:
+        # A kernel file: one compiled interpreter runs every file's loop nest.
+        nest = Path(tmp) / "nest.c"
+        nest.write_text(_NEST)
+        for i, _chunk in enumerate(plan_kernel(str(nest), N=16).chunks(1 << 10)):
+            if i >= 2:
+                break
         lackey = Path(tmp) / "t.lackey"
         lackey.write_text("I  04000000,3\n L 7ff000398,8\n S 7ff000390,8\n M 0421c7f0,4\n")
         for _chunk in iter_trace(lackey):
             pass
+
+
+#: A kernel file with a scalar, a 1D and a 2D array, and a triangular inner loop.
+_NEST = """
+double a[N][N], x[N], y[N];
+double s;
+for (int i = 1; i < N; ++i)
+    for (int j = 0; j < i; j += 2)
+        y[i] += s * a[i][j] * x[j];
+"""
 
 
 def _small(name: str) -> dict:
