@@ -14,9 +14,10 @@ is passed the state arrays increments and decrements each array's reference
 count, which cost ten times more than the cache lookup itself (measured:
 ~100 ns against ~7 ns per access on the reference stencil stream). Without it a
 call of a helper is a plain call, which LLVM inlines where it pays when it links
-the caller with its callees: no helper is inlined at Numba-IR level (Numba's
-``inline="always"``), which copies the helper's typed IR into every call site
-before LLVM sees it and made the policy kernels take minutes and gigabytes to
+the caller with its callees. A helper is inlined at Numba-IR level (Numba's
+``inline="always"``, which copies the helper's typed IR into every call site
+before LLVM sees it) only where the bench shows it pays (:data:`HOT`): inlining
+every helper that way made the policy kernels take minutes and gigabytes to
 compile (``bench/compile.py``, ``bench/RESULTS.md``).
 """
 
@@ -27,6 +28,14 @@ import tempfile
 from pathlib import Path
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
+
+#: The one helper inlined at Numba-IR level: the shadow's lookup of the classified level
+#: pass (``_shadow_kernels._sh_touch_r``), which keeps the shadow's meta columns in the
+#: pass's registers and returns five values. Left to LLVM it stayed a call, and the
+#: classified pass ran 1.8-2.6x slower (stencil7 0.55 s against 0.21 s, random 5.2-5.7 s
+#: against 2.9-3.1 s, ``bench/speed.py``, ``bench/RESULTS.md``, "First run"); inlined,
+#: its speed is back, and the plain path's first compile stays at 11 s.
+HOT = {**JIT, "inline": "always"}
 
 #: Trace generators: compiled once and cached, GIL released; they may allocate (the
 #: sparse builders do), so Numba's runtime stays on.

@@ -70,7 +70,7 @@ from numba.core import cgutils, config
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
-from hroof._base.jit import JIT, njit
+from hroof._base.jit import HOT, JIT, njit
 
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 
@@ -310,7 +310,7 @@ def _sh_touch(sh, lvl, line, allocate):
     return hit
 
 
-@njit(**JIT)
+@njit(**HOT)
 def _sh_touch_r(sh, lvl, tab, q, tbase, bits, qo, qcap, cap, head, tail, live, mru, line, allocate):
     """:func:`_sh_touch` for a pass that keeps level ``lvl``'s meta columns (``head``,
     ``tail``, ``live``, ``mru``) and its table and queue offsets in registers: the
