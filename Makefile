@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(BIN)/hroof warm --quiet
 	$(BIN)/python -m pytest -q -n auto
 
-# The fast lane for the edit-test loop (under 30 s): no test marked slow, and each
+# The fast lane for the edit-test loop (about a minute on two CPUs): no test marked slow, and each
 # hypothesis property on a tenth of its examples.
 check: $(STAMP)
 	$(BIN)/hroof warm --quiet
