@@ -112,7 +112,9 @@ def trace_events(addr: np.ndarray, line_bits: int, kind: np.ndarray) -> np.ndarr
 def room_needed(mc) -> int:
     """The flag pages one event of :func:`split_pass` may open (the driver grows the
     tables by this many when the pass stops for them): its line's page, and with several
-    cores its line's under every core's key and the shared one."""
+    cores its line's under every core's key and the shared one. (A prefetch stays within
+    its line's 4 KiB page, inside the line's flag page; a victim's or a
+    back-invalidated line's page is open already.)"""
     cores = int(mc.meta[0])
     return cores + 1 if cores > 1 else 1
 

@@ -261,7 +261,7 @@ class Simulator(GeneratedFeed):
         <= ways), no line twice in a set, every line in the set its address
         maps to, hits + misses == lookups; with classification, the shadow
         holds at most the level's capacity and its hash table indexes exactly
-        its listed nodes.
+        its listed nodes, and the flag pages opened fit their array.
         """
         self._wait()
         tags = self._st.tags
@@ -280,6 +280,11 @@ class Simulator(GeneratedFeed):
             if self.classify:
                 assert ctr[K.C_COMP : K.C_COMP + 3].sum() == ctr[K.C_MISSES]
                 SHK.check_shadow(self._sh, i)
+        for fl in (self._fl, self._fl_lo):
+            if self.classify and fl is not None:
+                opened = int(fl.meta[K.M_NPAGES])
+                assert opened * K.PAGE <= fl.pages.shape[0], "flag pages opened past their array"
+                assert 2 * int(fl.meta[K.M_PT_USED]) <= fl.pt_keys.shape[0], "page table overfull"
 
     # ------------------------------------------------------------ feeding
     def feed(self, addr, size, kind, *, trusted: bool = False) -> None:
