@@ -52,16 +52,14 @@ _WARM: set[bool] = set()
 
 
 def warm_up(classify: bool | None = None) -> None:
-    """Compile the plain level passes, or load them from Numba's on-disk cache, once per
-    process.
+    """Compile the plain level passes (or load them from the cache) once per process.
 
     :class:`Simulator` calls this (and, for a hierarchy that is not plain, the access
-    engine's :func:`hroof.cachesim._split_kernels.warm_up`) before its first timing,
-    so that ``timing.simulate_s`` measures simulation, not compilation (``bench/RESULTS.md``,
-    "First run": seconds on the first run on a machine, about 0.1-0.3 s to load from
-    the cache after). Only the kernels of one mode (``classify`` on or off) are loaded,
-    unless ``classify`` is None (both); a hierarchy whose every level runs in the access
-    engine (an inclusive level, an L1 prefetcher) never needs the plain passes.
+    engine's :func:`hroof.cachesim._split_kernels.warm_up`) before its first timing, so
+    that ``timing.simulate_s`` measures simulation, not compilation (``bench/RESULTS.md``,
+    "First run"). Only the kernels of one mode (``classify`` on or off) are loaded, unless
+    ``classify`` is None (both); a hierarchy that runs every level in the access engine
+    (an inclusive level, an L1 prefetcher) never needs the plain passes.
     """
     modes = (True, False) if classify is None else (bool(classify),)
     tiny = HierarchyConfig((LevelConfig("L1", 128, 1, 64), LevelConfig("L2", 128, 1, 64)))
@@ -165,8 +163,7 @@ class Simulator(GeneratedFeed):
             ctr=np.zeros((nlev, K.NCTR), dtype=np.int64),
             core=np.zeros(K.NCORE, dtype=np.int64),
         )
-        # The access engine's view of the same state: one core's map, and the counters
-        # as its one row of (cores + 1, levels, NCTR) (_policy_kernels, "Several cores").
+        # The access engine's view: one core's map, the counters as its one row (_policy_kernels).
         self._mc = PK.one_core(self._geo)
         self._st3 = K.State(self._st.tags, self._st.ctr.reshape(1, nlev, K.NCTR), self._st.core)
         # Per level, the buffer of events it sends to the level below (grown on demand).
@@ -280,11 +277,10 @@ class Simulator(GeneratedFeed):
             if self.classify:
                 assert ctr[K.C_COMP : K.C_COMP + 3].sum() == ctr[K.C_MISSES]
                 SHK.check_shadow(self._sh, i)
-        for fl in (self._fl, self._fl_lo):
-            if self.classify and fl is not None:
-                opened = int(fl.meta[K.M_NPAGES])
-                assert opened * K.PAGE <= fl.pages.shape[0], "flag pages opened past their array"
-                assert 2 * int(fl.meta[K.M_PT_USED]) <= fl.pt_keys.shape[0], "page table overfull"
+        for fl in (self._fl, self._fl_lo) if self.classify else ():
+            if fl is not None:  # the flag pages opened fit their array, the table is half full
+                assert fl.meta[K.M_NPAGES] * K.PAGE <= fl.pages.shape[0], "flag pages overrun"
+                assert 2 * fl.meta[K.M_PT_USED] <= fl.pt_keys.shape[0], "page table overfull"
 
     # ------------------------------------------------------------ feeding
     def feed(self, addr, size, kind, *, trusted: bool = False) -> None:

@@ -3,9 +3,11 @@
 A kernel compiles on its first use and is kept in Numba's on-disk cache
 (``hroof._base.jit.numba_cache_dir``): the first ``hroof simulate`` on a machine pays
 10-30 s for the kernels its path needs, each later one loads them in a fraction of a
-second. :func:`warm` pays it for every path at once, the groups below spread over
-processes (they compile independently; each writes its own kernels to the cache), so
-that the later commands, the demo and the test suite start warm.
+second. :func:`warm` pays it for every path at once, in two phases (:data:`PHASES`):
+first the groups that compile kernels no other group compiles (the access engine, the
+plain level passes, the miss-ratio curves, the generators), spread over processes, each
+writing its own kernels to the cache; then the paths built of them, which mostly load
+from it. The later commands, the demo and the test suite then start warm.
 
 Each group runs tiny simulations through the same entry points the commands use, so it
 compiles exactly the specialisations they meet (classification on and off, one thread
