@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from cdp import CANDIDATES, chromium
 from helpers import run_cli
-
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 #: Appended to a copy of the page: records errors (scripts and resources) and, once
 #: loaded, each image's natural size, into an element --dump-dom then prints.
@@ -36,14 +34,6 @@ window.addEventListener("load", () => {
 });
 </script>
 """
-
-
-def chromium() -> str | None:
-    for name in CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
 @pytest.mark.slow

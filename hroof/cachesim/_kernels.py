@@ -132,6 +132,8 @@ NCORE = 6
 
 PAGE_BITS = 9
 PAGE = 1 << PAGE_BITS
+#: The region key bit of a core's private flags (several cores; :func:`_flag_index_b`).
+KEY_SHIFT = 52
 #: The classified pass prefetches a level's sets, shadow table or flag pages only if
 #: they hold at least this many 8-byte words (256 KiB, a host's L2 or so).
 PF_MIN_WORDS = 1 << 15
@@ -199,13 +201,15 @@ def _flag_index(fl, line):
     A direct-mapped cache of ``RCACHE`` recent regions in front of the hash
     table serves kernels that stream through several arrays at once.
     """
-    return _flag_index_b(fl, line, _log2_ceil(fl.pt_keys.shape[0]))
+    return _flag_index_b(fl, line, _log2_ceil(fl.pt_keys.shape[0]), 0)
 
 
 @njit(**JIT)
-def _flag_index_b(fl, line, bits):
-    """:func:`_flag_index` given ``bits``, the log2 of the page table's size."""
-    region = line >> PAGE_BITS
+def _flag_index_b(fl, line, bits, key):
+    """:func:`_flag_index` given ``bits``, the log2 of the page table's size, under the
+    region key ``key`` (0; with several cores, a core's private levels keep their flags
+    under ``c + 1``: ``hroof.cachesim._policy_kernels._key``)."""
+    region = (line >> PAGE_BITS) + (key << KEY_SHIFT)
     rc = fl.rcache
     slot = region & (RCACHE - 1)
     if rc[_u(slot)] == region:
@@ -489,7 +493,7 @@ def _make_level_pass(CLASSIFY, TOP):
                     elif carry_new and not TOP:
                         cls = 0 if new else 1
                     else:
-                        fi = _flag_index_b(fl, line, pt_bits)
+                        fi = _flag_index_b(fl, line, pt_bits, 0)
                         bit = np.int64(1) << (SEEN_BIT0 + lvl)
                         if (fl.pages[_u(fi)] & bit) == 0:
                             fl.pages[_u(fi)] |= bit
@@ -520,7 +524,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 if victim >= 0 and (victim & 1):
                     wb_out += 1
                     if CLASSIFY:
-                        fi = _flag_index_b(fl, victim >> 1, pt_bits)
+                        fi = _flag_index_b(fl, victim >> 1, pt_bits, 0)
                         if TOP:
                             _count_first_writeback(ctr, fl, lvl, fi)
                         else:
@@ -535,7 +539,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 ctr[lvl, C_WB_IN] += 1
                 if CLASSIFY:
                     if not carry_new:
-                        fi = _flag_index_b(fl, line, pt_bits)
+                        fi = _flag_index_b(fl, line, pt_bits, 0)
                         fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                     _, sh_head, sh_tail, sh_live, sh_mru = _sh_touch_r(
                         sh, lvl, sh_tab, sh_q, sh_tbase, sh_bits, sh_qo, sh_qcap, sh_cap,
@@ -545,7 +549,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 if victim >= 0 and (victim & 1):
                     wb_out += 1
                     if CLASSIFY:
-                        fi = _flag_index_b(fl, victim >> 1, pt_bits)
+                        fi = _flag_index_b(fl, victim >> 1, pt_bits, 0)
                         _prefetch(fl.pages, fi)  # (no writeback reaches L1: never TOP)
                         if wb3 >= 0:
                             _count_first_writeback(ctr, fl, lvl, wb3)
@@ -558,7 +562,7 @@ def _make_level_pass(CLASSIFY, TOP):
                 if carry:
                     ctr[lvl, C_WB_IN] += 1
                     if CLASSIFY and not carry_new:
-                        fi = _flag_index_b(fl, line, pt_bits)
+                        fi = _flag_index_b(fl, line, pt_bits, 0)
                         fl.pages[fi] |= np.int64(1) << (SEEN_BIT0 + lvl)
                 p = _find(tags, base, ways, line)
                 if p >= 0:

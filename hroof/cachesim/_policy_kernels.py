@@ -45,7 +45,7 @@ are. One core is the map :func:`one_core`. With several, two things differ:
   own flush; one core's simulator passes its (levels, NCTR) counters as one
   such row); shadows and prefetchers are one per *virtual* level
   ``mc.vlv[c, l]``; the flags of core ``c``'s private levels are kept under the
-  region key ``region + (c + 1) << KEY_SHIFT`` (:func:`_key`; key 0, the plain
+  region key ``region + (c + 1) << _kernels.KEY_SHIFT`` (:func:`_key`; key 0, the plain
   passes' regions, for one core and for shared levels).
 
 The state (tags, counters, flag pages, shadows) is the level-by-level
@@ -66,14 +66,9 @@ from hroof.cachesim._kernels import (
     C_WB_FIRST,
     C_WB_IN,
     C_WB_OUT,
-    M_NPAGES,
-    M_PT_USED,
     M_WB0,
-    PAGE,
-    PAGE_BITS,
-    RCACHE,
     SEEN_BIT0,
-    _hash,
+    _flag_index_b,
     _log2_ceil,
     _remove,
     _sh_drop,
@@ -123,8 +118,6 @@ _A_FORWARD = 3
 #: cores, its copy) of core ``c``'s level ``l`` (row ``cores``: the shared levels alone,
 #: for their flush; -1 where a level is private); ``meta`` [cores, first shared level].
 Cores = namedtuple("Cores", ["voff", "vlv", "meta"])
-#: The region key bit of a core's private flags (several cores).
-KEY_SHIFT = 52
 
 
 def one_core(geo) -> Cores:
@@ -165,31 +158,7 @@ def _key(mc, c, lvl):
 def _fidx(fl, line, key):
     """:func:`hroof.cachesim._kernels._flag_index` of ``line`` under region key ``key``
     (the same word for key 0)."""
-    region = (line >> PAGE_BITS) + (key << KEY_SHIFT)
-    rc = fl.rcache
-    slot = region & (RCACHE - 1)
-    if rc[slot] == region:
-        return rc[RCACHE + slot] * PAGE + (line & (PAGE - 1))
-    meta = fl.meta
-    keys = fl.pt_keys
-    cap = keys.shape[0]
-    h = _hash(region, _log2_ceil(cap))
-    while True:
-        k = keys[h]
-        if k == region:
-            page = fl.pt_vals[h]
-            break
-        if k == -1:
-            page = meta[M_NPAGES]
-            meta[M_NPAGES] = page + 1
-            meta[M_PT_USED] += 1
-            keys[h] = region
-            fl.pt_vals[h] = page
-            break
-        h = (h + 1) & (cap - 1)
-    rc[slot] = region
-    rc[RCACHE + slot] = page
-    return page * PAGE + (line & (PAGE - 1))
+    return _flag_index_b(fl, line, _log2_ceil(fl.pt_keys.shape[0]), key)
 
 
 @njit(**JIT)

@@ -274,6 +274,16 @@ def _trip(idx, lo_c, lo_a, hi_c, hi_a, step, depth):
 
 
 @lazy_njit(**GEN)
+def _at_first(lv, idx, lo_c, lo_a, depth):
+    """Whether loops ``lv + 1 .. depth - 2`` stand at their first iteration (a row that
+    starts an iteration of loop ``lv``)."""
+    for e in range(lv + 1, depth - 1):  # noqa: SIM110 (a plain loop for Numba)
+        if idx[e] != _lo(e, idx, lo_c, lo_a):
+            return False
+    return True
+
+
+@lazy_njit(**GEN)
 def _walk(lo_c, lo_a, hi_c, hi_a, step, depth, dim_c, dim_a, ndims, every, ck_pos, ck_idx,
           dmin, dmax, counts, outer):  # fmt: skip
     """Every row of the nest once: the iterations, the rows, checkpoints (while
@@ -293,12 +303,7 @@ def _walk(lo_c, lo_a, hi_c, hi_a, step, depth, dim_c, dim_a, ndims, every, ck_po
         if trip == 0:
             empty = depth - 1
         for lv in range(depth - 1):
-            first = True
-            for e in range(lv + 1, depth - 1):
-                if idx[e] != _lo(e, idx, lo_c, lo_a):
-                    first = False
-                    break
-            if first:
+            if _at_first(lv, idx, lo_c, lo_a, depth):
                 if lv == 0 and counts[0] < outer.shape[0]:
                     outer[counts[0]] = total
                 counts[lv] += 1
@@ -382,12 +387,7 @@ def _nest_gen(pos, stop, addr, size, kind, args):
             break
         if i_in == 0:  # the row starts: pre(l) where loops l+1 .. D-2 stand at their first
             for lv in range(D - 1):
-                first = True
-                for e in range(lv + 1, D - 1):
-                    if idx[e] != _lo(e, idx, lo_c, lo_a):
-                        first = False
-                        break
-                if first:
+                if _at_first(lv, idx, lo_c, lo_a, D):
                     for t in range(seg[lv], seg[lv + 1]):
                         a = base[t]
                         for e in range(lv + 1):
