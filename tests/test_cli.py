@@ -765,9 +765,27 @@ def test_console_entry_point(tmp_path):
 def test_kernels_lists_every_kernel_with_parameters(capsys):
     code, out, _ = run(capsys, "kernels")
     assert code == 0
-    for name in ("copy", "scale", "add", "triad", "daxpy"):
+    for name in ("copy", "scale", "add", "triad", "daxpy", "dot"):
         assert f"\n{name}: " in "\n" + out
     assert "    n=1048576  elements per array" in out and "nt=false" in out
+
+
+def test_simulate_dot_json_and_bad_nt(capsys):
+    """dot: two 8-byte loads an element and no store; on the teaching machine (256 KiB
+    L3) 64 KiB of x and y are compulsory at every level: AI 2/16."""
+    r = sim_json(capsys, "dot", "n=4096", "--machine", "teaching")
+    assert r["flops"] == 2 * 4096 and r["accesses"] == 2 * 4096
+    assert r["core"]["loads"] == 8192 and r["core"]["stores"] == 0
+    assert r["levels"][0]["lookups"] == 8192 and r["levels"][0]["bytes"] == 16 * 4096
+    for lv in r["levels"]:
+        assert lv["traffic_below"]["compulsory"] == 16 * 4096
+    assert r["memory"]["bytes_read"] == 16 * 4096 and r["memory"]["bytes_written"] == 0
+    assert r["memory"]["ai"] == pytest.approx(0.125)
+    s = sim_json(capsys, "dot", "n=4096", "--machine", "teaching", "--sample-sets", "1/4")
+    assert s["sampling"]["k"] == 4 and s["flops"] == 2 * 4096
+    code, out, err = run(capsys, "simulate", "dot", "n=64", "nt=true")
+    assert code == 2 and out == ""
+    assert err.startswith("hroof: error: kernel dot has no parameter 'nt'")
 
 
 def test_simulate_kernel_json(capsys):

@@ -237,6 +237,7 @@ def test_a_result_without_an_engine_loads_as_numba():
     [
         ("triad", {"n": 37, "warmup": 2, "sweeps": 3}),
         ("daxpy", {"n": 20, "warmup": 1, "nt": True}),
+        ("dot", {"n": 20, "warmup": 2, "sweeps": 2}),
         ("stencil7", {"n": 4, "warmup": 1, "sweeps": 2}),
         ("stencil27", {"n": 3, "warmup": 2}),
         ("stencil5", {"n": 6, "warmup": 1}),

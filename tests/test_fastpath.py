@@ -24,7 +24,8 @@ H = HierarchyConfig(
     )
 )
 SMALL = {
-    "add": {"n": 500}, "copy": {"n": 500}, "daxpy": {"n": 500}, "scale": {"n": 500},
+    "add": {"n": 500}, "copy": {"n": 500}, "daxpy": {"n": 500}, "dot": {"n": 500},
+    "scale": {"n": 500},
     "triad": {"n": 500, "nt": True}, "dgemv": {"n": 24}, "gemm": {"n": 10},
     "spmv": {"n": 12}, "stencil5": {"n": 20}, "stencil7": {"n": 8, "sweeps": 2, "warmup": 1},
     "stencil27": {"n": 7},

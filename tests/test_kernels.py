@@ -29,6 +29,7 @@ STREAM = {
     "add": (("a", "b"), "c", 1),
     "triad": (("x", "y"), "z", 2),
     "daxpy": (("x", "y"), "y", 2),
+    "dot": (("x", "y"), None, 2),
 }
 
 
@@ -39,14 +40,17 @@ STREAM = {
      {"n": 33, "align": 4096}],
 )  # fmt: skip
 def test_stream_trace_equals_naive_loop(name, params):
+    if name == "dot":  # no store, no nt
+        params = {k: v for k, v in params.items() if k != "nt"}
     plan = plan_kernel(name, **params)
     expected = naive_stream(plan)
     for chunk_size in (1, 7, 1 << 20):
         assert collect(plan, chunk_size) == expected
     n = params["n"]
-    loads, _, flops = STREAM[name]
+    loads, store, flops = STREAM[name]
     assert plan.flops == flops * n
-    assert plan.accesses == len(expected) == (len(loads) + 1) * n
+    assert plan.accesses == len(expected) == (len(loads) + (store is not None)) * n
+    assert plan.per_iteration == len(loads) + (store is not None)
     touched = {a + b for a, s, _ in expected for b in range(s)}
     assert plan.footprint == len(touched)
     bases = [a.base for a in plan.arrays]
@@ -83,7 +87,7 @@ def test_lecture_stream_triad_bytes_through_the_simulator():
 
 def test_registry_and_unknown_names():
     names = [k.name for k in kernels()]
-    assert {"copy", "scale", "add", "triad", "daxpy"} <= set(names)
+    assert {"copy", "scale", "add", "triad", "daxpy", "dot"} <= set(names)
     with pytest.raises(HroofError, match=r"unknown kernel 'triadd'.*did you mean 'triad'"):
         get_kernel("triadd")
     with pytest.raises(
@@ -158,3 +162,14 @@ def test_generated_stream_equals_written_and_read_back(tmp_path):
     back = [x for c in iter_trace(path) for x in zip(*(a.tolist() for a in c), strict=True)]
     assert back == naive_stream(plan)
     assert np.array(back).shape == (900, 3)
+
+
+def test_dot_counts_steady_state_and_no_nt():
+    """dot: two loads an element, no store; warm-up passes counted in accesses, not flops."""
+    plan = plan_kernel("dot", n=100, sweeps=3, warmup=2, dtype="float32")
+    assert (plan.per_iteration, plan.accesses, plan.flops) == (2, 2 * 100 * 5, 2 * 100 * 3)
+    assert plan.footprint == 2 * 4 * 100 and [a.name for a in plan.arrays] == ["x", "y"]
+    assert collect(plan, 13) == naive_stream(plan)
+    assert all(kind == 0 for _, _, kind in naive_stream(plan))
+    with pytest.raises(HroofError, match=r"has no parameter 'nt'.*parameters: n, sweeps, warmup"):
+        plan_kernel("dot", nt=True)

@@ -207,6 +207,7 @@ def test_kernel_p1_path_and_p4_totals():
     [
         ("triad", {"n": 37}),
         ("daxpy", {"n": 5, "sweeps": 2, "warmup": 1}),
+        ("dot", {"n": 7, "sweeps": 2, "warmup": 1}),
         ("stencil7", {"n": 5, "sweeps": 2}),
         ("stencil7", {"nx": 4, "ny": 5, "nz": 7, "bk": 3}),
         ("stencil7", {"nx": 4, "ny": 7, "nz": 3, "bj": 2}),

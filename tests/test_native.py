@@ -61,6 +61,19 @@ def test_stream_kernels_match_numpy(dtype):
         assert prep.core_bytes == trace_bytes(plan)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_dot_returns_the_sum_and_leaves_its_inputs(dtype):
+    plan, prep, before = run_once("dot", n=1001, dtype=dtype, gap=72, sweeps=2)
+    got = prep.run()
+    assert isinstance(got, float)
+    want = float(np.dot(before["x"].astype(np.float64), before["y"].astype(np.float64)))
+    assert got == pytest.approx(want, rel=1e-12 if dtype == "float64" else 1e-5)
+    for k, v in before.items():
+        np.testing.assert_array_equal(prep.arrays[k], v)
+    assert prep.core_bytes == trace_bytes(plan) == 2 * 1001 * 2 * np.dtype(dtype).itemsize
+    assert prep.reset is None and prep.notes == ""
+
+
 def test_nt_is_accepted_and_said_to_be_ignored():
     _plan, prep, before = run_once("copy", n=8, nt=True)
     np.testing.assert_array_equal(prep.arrays["c"], before["a"])

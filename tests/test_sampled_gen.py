@@ -21,7 +21,7 @@ from hroof.studies.runs import simulate_kernel
 from hroof.traces import plan_kernel
 from hroof.traces.sampled import SetFilter, _count_run, class_counts, sampled_chunks
 
-FAST = ("stencil5", "stencil7", "stencil27", "copy", "scale", "add", "triad", "daxpy")
+FAST = ("stencil5", "stencil7", "stencil27", "copy", "scale", "add", "triad", "daxpy", "dot")
 
 
 def twin(plan, filt, start=0, stop=None):
@@ -79,8 +79,8 @@ def fast(plan, filt, chunk, start=0, stop=None):
     return [np.concatenate(o) for o in out], per_class, core, accesses
 
 
-def random_case(rng):
-    name = FAST[rng.integers(len(FAST))]
+def random_case(rng, name=None):
+    name = name or FAST[rng.integers(len(FAST))]
     p = {"align": int(rng.choice([1, 2, 4, 8, 64])), "gap": int(rng.integers(0, 70)),
          "dtype": str(rng.choice(["float64", "float32"]))}  # fmt: skip
     if name.startswith("stencil"):
@@ -93,6 +93,8 @@ def random_case(rng):
             p.update(bj=int(rng.integers(0, p["ny"] + 1)), bk=int(rng.integers(0, p["nz"] + 1)))
     else:
         p.update(n=int(rng.integers(1, 400)), nt=bool(rng.random() < 0.3))
+        if name == "dot":  # no stores, no nt
+            del p["nt"]
     p.update(sweeps=int(rng.integers(1, 4)), warmup=int(rng.integers(0, 2)))
     plan = plan_kernel(name, **p)
     lb = int(rng.choice([4, 5, 6, 7]))
@@ -122,6 +124,24 @@ def test_kept_stream_equals_the_filtered_full_trace(seed):
             tkept, tpc, tcore = twin(plan, filt, start, stop)
             assert list(zip(*(x.tolist() for x in got), strict=True)) == tkept
             assert pc.tolist() == tpc and core.tolist() == tcore
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dot_kept_stream_equals_the_filtered_full_trace(seed):
+    """dot (two load streams, no store) through the same checks, every case a dot."""
+    rng = np.random.default_rng(200 + seed)
+    for _ in range(4):
+        plan, filt, chunk = random_case(rng, "dot")
+        got, pc, core, accesses = fast(plan, filt, chunk)
+        want, wpc, wcore = sampler(plan, filt)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(pc, wpc)
+        np.testing.assert_array_equal(core, wcore)
+        assert accesses == core[0] == plan.accesses and core[1] == core[2] == 0
+        tkept, tpc, tcore = twin(plan, filt)
+        assert list(zip(*(x.tolist() for x in got), strict=True)) == tkept
+        assert pc.tolist() == tpc and core.tolist() == tcore
 
 
 def test_hand_checked_row():

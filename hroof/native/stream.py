@@ -1,10 +1,13 @@
-"""Native STREAM kernels and DAXPY: one pass over ``n`` elements (hroof.traces.stream).
+"""Native STREAM kernels, DAXPY and DOT: one pass over ``n`` elements
+(hroof.traces.stream).
 
 The loops are those of the trace, element by element; the arrays sit at the
 trace layout's offsets. ``nt=true`` (non-temporal stores) is accepted but
 ignored: Numba cannot emit streaming stores, so the native run makes ordinary
 (write-allocate) stores whatever ``nt`` says, while the simulated trace
-bypasses the caches. The scalar ``q`` (``a`` for DAXPY) is 3.0.
+bypasses the caches. The scalar ``q`` (``a`` for DAXPY) is 3.0. DOT's sum is in the
+arrays' float type, in the loop's order (no fast-math, as every native twin: one chain
+of adds, not vectorised); ``run()`` returns the last sweep's.
 """
 
 from __future__ import annotations
@@ -52,29 +55,40 @@ def daxpy(x, y, q):
         y[i] = q * x[i] + y[i]
 
 
-#: kernel -> (native function, its array arguments, whether it takes q)
+@njit(**JIT)
+def dot(x, y, zero):
+    s = zero
+    for i in range(x.shape[0]):
+        s += x[i] * y[i]
+    return s
+
+
+#: kernel -> (native function, its array arguments, its scalar: "q", "zero" or None)
 _KERNELS = {
-    "copy": (copy, ("a", "c"), False),
-    "scale": (scale, ("c", "b"), True),
-    "add": (add, ("a", "b", "c"), False),
-    "triad": (triad, ("x", "y", "z"), True),
-    "daxpy": (daxpy, ("x", "y"), True),
+    "copy": (copy, ("a", "c"), None),
+    "scale": (scale, ("c", "b"), "q"),
+    "add": (add, ("a", "b", "c"), None),
+    "triad": (triad, ("x", "y", "z"), "q"),
+    "daxpy": (daxpy, ("x", "y"), "q"),
+    "dot": (dot, ("x", "y"), "zero"),
 }
 
 
 def _prepare(plan: Plan) -> Prepared:
-    fn, names, takes_q = _KERNELS[plan.kernel]
+    fn, names, scalar = _KERNELS[plan.kernel]
     elem = plan.arrays[0].elem
     ftype = FLOATS[elem]
     arrays = arena(plan.arrays, {a.name: ftype for a in plan.arrays}, plan.params["align"])
     fill(arrays, [a.name for a in plan.arrays])
-    args = tuple(arrays[n] for n in names) + ((ftype(Q),) if takes_q else ())
+    scalars = {"q": (ftype(Q),), "zero": (ftype(0),), None: ()}[scalar]
+    args = tuple(arrays[n] for n in names) + scalars
 
     sweeps = plan.sweeps  # counted passes; warm-up passes are the timer's own repeats
 
     def run():
         for _ in range(sweeps):
-            fn(*args)
+            out = fn(*args)
+        return out  # dot's sum; None for the others
 
     return Prepared(
         run=run,
@@ -83,7 +97,7 @@ def _prepare(plan: Plan) -> Prepared:
         # daxpy adds 3x to y on every run: linear growth, harmless, so no reset between
         # the timed repeats.
         reset=None,
-        notes=NT_NOTE if plan.params["nt"] else "",
+        notes=NT_NOTE if plan.params.get("nt") else "",
     )
 
 

@@ -2,7 +2,7 @@
 
 Kernels (:mod:`hroof.traces.kernels`) generate the exact access stream of a
 loop kernel chunk by chunk; :mod:`hroof.traces.stream` registers STREAM's copy,
-scale, add and triad, and DAXPY; :mod:`hroof.traces.stencils` the 5-, 7- and
+scale, add and triad, DAXPY and DOT; :mod:`hroof.traces.stencils` the 5-, 7- and
 27-point stencils; :mod:`hroof.traces.dense` dgemv and gemm;
 :mod:`hroof.traces.sparse` CSR SpMV over generated or Matrix Market matrices.
 Those modules (and so Numba) are imported on the first look-up in the kernel

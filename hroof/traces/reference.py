@@ -9,29 +9,31 @@ The twins the Numba generators of :mod:`hroof.traces` must match element by elem
 
 from __future__ import annotations
 
-#: STREAM kernels: the arrays loaded, in order, and the array stored.
+#: STREAM kernels: the arrays loaded, in order, and the array stored (None: no store).
 STREAM_ARRAYS = {
     "copy": (("a",), "c"),
     "scale": (("c",), "b"),
     "add": (("a", "b"), "c"),
     "triad": (("x", "y"), "z"),
     "daxpy": (("x", "y"), "y"),
+    "dot": (("x", "y"), None),
 }
 
 
 def naive_stream(plan):
     """The STREAM loop written out: per pass (the warm-up ones, then the counted ones) and
-    per i, the loads in order, then the store."""
+    per i, the loads in order, then the store (if any)."""
     loads, store = STREAM_ARRAYS[plan.kernel]
     arrays = {a.name: a for a in plan.arrays}
-    elem = arrays[store].elem
-    store_kind = 2 if plan.params["nt"] else 1
+    elem = arrays[loads[0]].elem
+    store_kind = 2 if plan.params.get("nt") else 1
     trace = []
     passes = plan.params.get("warmup", 0) + plan.params.get("sweeps", 1)
     for i in list(range(plan.params["n"])) * passes:
         for name in loads:
             trace.append((arrays[name].base + i * elem, elem, 0))
-        trace.append((arrays[store].base + i * elem, elem, store_kind))
+        if store is not None:
+            trace.append((arrays[store].base + i * elem, elem, store_kind))
     return trace
 
 

@@ -1,7 +1,8 @@
-"""STREAM kernels (McCalpin) and DAXPY: one pass over ``n`` elements.
+"""STREAM kernels (McCalpin), DAXPY and DOT: one pass over ``n`` elements.
 
 Per element ``i``, in program order, the loads of the right-hand side (in the
-order the expression names them), then the store:
+order the expression names them), then the store (none for dot: its sum lives in a
+register):
 
 =======  ===========================  ======  =====  =====
 kernel   statement                    loads   store  flops
@@ -11,11 +12,13 @@ scale    ``b[i] = q * c[i]``          c       b      1
 add      ``c[i] = a[i] + b[i]``       a, b    c      1
 triad    ``z[i] = x[i] + q * y[i]``   x, y    z      2
 daxpy    ``y[i] = a * x[i] + y[i]``   x, y    y      2
+dot      ``s += x[i] * y[i]``         x, y    -      2
 =======  ===========================  ======  =====  =====
 
 Arrays are laid out in the order of the table's columns (loads, then the
 store array if new), ``align`` bytes aligned and ``gap`` bytes apart.
-``nt=true`` makes the stores non-temporal (streaming) stores. ``warmup``
+``nt=true`` makes the stores non-temporal (streaming) stores (dot, storing nothing,
+has no ``nt``). ``warmup``
 passes run first and are not counted, then ``sweeps`` counted passes (STREAM's
 repeated timing loop: with the arrays in a cache, the steady state moves no
 bytes below it).
@@ -43,10 +46,11 @@ from hroof.traces.sampled import SetFilter, _count_streams, _emit_run, row_filte
 
 @lazy_njit(**GEN)
 def _stream_gen(pos, stop, addr, size, kind, args):
-    """Whole elements of a STREAM-like loop: the loads, then the store."""
+    """Whole elements of a STREAM-like loop: the loads, then the store (none when the
+    store's base is -1)."""
     loads, store, elem, store_kind, count = args
     nl = loads.shape[0]
-    per = nl + 1
+    per = nl + (store >= 0)
     cap = addr.shape[0]
     n = 0
     while pos < stop and n + per <= cap:
@@ -56,10 +60,11 @@ def _stream_gen(pos, stop, addr, size, kind, args):
             size[n] = elem
             kind[n] = LOAD
             n += 1
-        addr[n] = store + off
-        size[n] = elem
-        kind[n] = store_kind
-        n += 1
+        if store >= 0:
+            addr[n] = store + off
+            size[n] = elem
+            kind[n] = store_kind
+            n += 1
         pos += 1
     return n, pos
 
@@ -85,8 +90,9 @@ def _stream_sampled_gen(pos, stop, addr, size, kind, group, pc, core, args, farg
 def _sampled(args: tuple, filt: SetFilter):
     """The set-sampled generator of a STREAM plan's ``args`` for ``filt`` (or None)."""
     loads, store, elem, store_kind, _ = args
-    deltas = np.array([[*(loads - loads[0]), store - loads[0]]], dtype=np.int64)
-    kinds = [LOAD] * loads.shape[0] + [store_kind]
+    stored = [store - loads[0]] if store >= 0 else []
+    deltas = np.array([[*(loads - loads[0]), *stored]], dtype=np.int64)
+    kinds = [LOAD] * loads.shape[0] + [store_kind] * len(stored)
     fargs = row_filter_args(deltas, kinds, np.array([loads[0] % elem]), elem, filt)
     return None if fargs is None else (_stream_sampled_gen, args, fargs)
 
@@ -95,10 +101,10 @@ def _identity(u: int) -> int:
     return u
 
 
-def _params(default_n: int) -> tuple[Param, ...]:
+def _params(default_n: int, nt: bool = True) -> tuple[Param, ...]:
     return (
         Param("n", default_n, "elements per array", minimum=1),
-        Param("nt", False, "non-temporal (streaming) stores: bypass the caches"),
+        *([Param("nt", False, "non-temporal (streaming) stores: bypass the caches")] if nt else []),
         Param("sweeps", 1, "passes over the arrays counted", minimum=1),
         Param(
             "warmup",
@@ -110,8 +116,10 @@ def _params(default_n: int) -> tuple[Param, ...]:
     )
 
 
-def _builder(loads: tuple[str, ...], store: str, flops_per: int):
-    names = list(dict.fromkeys((*loads, store)))
+def _builder(loads: tuple[str, ...], store: str | None, flops_per: int):
+    """The plan builder of a STREAM-like kernel (``store`` None: no store)."""
+    names = list(dict.fromkeys((*loads, *([store] if store else []))))
+    per = len(loads) + (store is not None)
 
     def build(p: dict) -> Plan:
         elem = DTYPES[p["dtype"]]
@@ -121,17 +129,17 @@ def _builder(loads: tuple[str, ...], store: str, flops_per: int):
         sweeps, warm = p["sweeps"], p["warmup"]
         args = (
             np.array([by_name[a].base for a in loads], dtype=np.int64),
-            by_name[store].base,
+            by_name[store].base if store else -1,
             elem,
-            NT_STORE if p["nt"] else STORE,
+            NT_STORE if p.get("nt") else STORE,
             n,
         )
         return Plan(
             arrays=arrays,
             flops=flops_per * n * sweeps,
             iterations=n * (warm + sweeps),
-            per_iteration=len(loads) + 1,
-            accesses=(len(loads) + 1) * n * (warm + sweeps),
+            per_iteration=per,
+            accesses=per * n * (warm + sweeps),
             warmup=n * warm,
             sweeps=sweeps,
             warmup_sweeps=warm,
@@ -154,3 +162,5 @@ for _name, _summary, _loads, _store, _flops in (
     ("daxpy", "DAXPY: y[i] = a*x[i] + y[i] (2 flops)", ("x", "y"), "y", 2),
 ):
     register_kernel(Kernel(_name, _summary, _params(1 << 20), _builder(_loads, _store, _flops)))
+register_kernel(Kernel("dot", "dot product: s += x[i]*y[i] (2 flops)", _params(1 << 20, nt=False),
+                       _builder(("x", "y"), None, 2)))  # fmt: skip
