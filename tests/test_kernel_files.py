@@ -60,7 +60,9 @@ def test_stencil5_file_is_the_builtin_stream():
     assert_same_stream(plan_kernel(k("2d-5pt.c"), N=13), plan_kernel("stencil5", n=13))
 
 
-@pytest.mark.parametrize(("file", "kernel"), [("triad.c", "triad"), ("daxpy.c", "daxpy")])
+@pytest.mark.parametrize(
+    ("file", "kernel"), [("triad.c", "triad"), ("daxpy.c", "daxpy"), ("dot.c", "dot")]
+)
 @pytest.mark.parametrize("n", [1, 1000, 4097])
 def test_stream_files_are_the_builtin_stream(file, kernel, n):
     p, q = plan_kernel(k(file), N=n), plan_kernel(kernel, n=n)
@@ -98,6 +100,7 @@ CORPUS = [
     ("3d-7pt-blocked.c", {"N": 6, "BJ": 4, "BK": 4}, 216, 7, 7, 1, 8),
     ("triad.c", {"N": 50}, 50, 2, 2, 1, 8),
     ("daxpy.c", {"N": 50}, 50, 2, 2, 1, 8),
+    ("dot.c", {"N": 50}, 50, 2, 2, 0, 8),  # s += x*y: 1 mul + 1 add; s in a register
     ("matvec-ji.c", {"M": 6, "N": 5}, 30, 2, 3, 1, 8),  # y[i] += A*x: 1 mul + 1 add (+=)
     ("transpose.c", {"M": 6, "N": 5}, 30, 0, 1, 1, 8),
 ]
