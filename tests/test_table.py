@@ -31,6 +31,7 @@ from hroof.traces import plan_kernel
     ("kernel", "n", "flops", "nbytes"),
     [
         ("daxpy", 1000, 2 * 1000, 24 * 1000),
+        ("dot", 1000, 2 * 1000, 16 * 1000),
         ("dgemv", 10, 2 * 100, 8 * 100 + 8 * 10 + 8 * 10),
         ("dgemm", 4, 2 * 64, 4 * 8 * 16),
         ("fft", 8, 5 * 8 * 3, 2 * 16 * 8),
@@ -127,6 +128,16 @@ def test_daxpy_reaches_the_ideal_exactly():
         assert res.flops / res.levels[-1].traffic_below["compulsory"] == 1 / 12
 
 
+def test_dot_reaches_the_ideal_exactly():
+    """x and y read once, nothing written: 16N bytes at memory, AI 1/8 (1/4 in fp32)."""
+    for n in (64, 4096):
+        name, params, _ = simulation("dot", n)
+        res = simulate_kernel(name, BIG, **params)
+        assert res.memory.ai == table_row("dot", n).ai == 1 / 8
+        assert res.memory.bytes_written == 0
+    assert simulate_kernel("dot", BIG, n=4096, dtype="float32").memory.ai == 1 / 4
+
+
 def test_dgemv_compulsory_equals_the_ideal():
     """Compulsory traffic (A, x read; y's first writeback) is exactly 8N^2 + 16N; the
     memory AI adds y's write-allocate read (8N), nothing else, when A fits."""
@@ -169,7 +180,8 @@ def test_simulation_sizes():
         assert simulation(kernel, 1024) is None
     from hroof.roofline.table import _accesses
 
-    for kernel in ("daxpy", "dgemv", "dgemm", "spmv", "stencil5", "stencil7", "stencil27"):
+    kernels = ("daxpy", "dot", "dgemv", "dgemm", "spmv", "stencil5", "stencil7", "stencil27")
+    for kernel in kernels:
         name, params, _ = simulation(kernel, 300)
         assert _accesses(name, params) == plan_kernel(name, **params).accesses
 

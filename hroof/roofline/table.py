@@ -127,6 +127,14 @@ KERNELS: dict[str, TableKernel] = {
             "bytes without write-allocate.)",
         ),
         TableKernel(
+            "dot", "s = x . y", "vector elements",
+            lambda n, k: 2 * n,
+            lambda n, k: 2 * _D * n,
+            ("N", "N", "1"), None,
+            "2 flops an element (a multiply and an add); x and y read, the sum kept in a "
+            "register: 16 bytes an element. AI = 1/8 = 0.125 (0.25 in single precision).",
+        ),
+        TableKernel(
             "dgemv", "y = A x, A N x N", "rows = columns of A",
             lambda n, k: 2 * n * n,
             lambda n, k: _D * (n * n + 2 * n),
@@ -402,15 +410,15 @@ def simulation(kernel: str, n: int, nnz_per_row: int = DEFAULT_NNZ_PER_ROW
                ) -> tuple[str, dict, str] | None:  # fmt: skip
     """The registered kernel that matches a table row at N: ``(name, params, note)``.
 
-    daxpy -> ``daxpy n=N``; dgemv -> ``dgemv n=N``; dgemm -> ``gemm m=n=k=N``;
+    daxpy, dot -> ``daxpy n=N``, ``dot n=N``; dgemv -> ``dgemv n=N``; dgemm -> ``gemm m=n=k=N``;
     spmv -> ``spmv matrix=poisson3d n=round(N^(1/3))`` (7 nonzeros a row only);
     stencil5 -> ``stencil5 n=round(N^(1/2))``; stencil7 and stencil27 ->
     ``n=round(N^(1/3))`` (the grid nearest to N points). None for the rows
     hroof has no kernel for (fft, cg, mg, nbody: cg's core is the spmv row, mg's
     the stencil7 row).
     """
-    if kernel == "daxpy":
-        return "daxpy", {"n": n}, f"n={n}"
+    if kernel in ("daxpy", "dot"):
+        return kernel, {"n": n}, f"n={n}"
     if kernel == "dgemv":
         return "dgemv", {"n": n}, f"n={n}"
     if kernel == "dgemm":
@@ -478,6 +486,8 @@ def _accesses(name: str, params: dict) -> int:
     """A kernel's access count without building its plan (cheap for any size)."""
     if name == "daxpy":
         return 3 * params["n"]
+    if name == "dot":
+        return 2 * params["n"]
     if name == "dgemv":
         return 2 * params["n"] ** 2 + params["n"]
     if name == "gemm":
