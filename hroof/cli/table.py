@@ -54,7 +54,7 @@ def register(sub, machine_sub) -> None:
         help="the analytic kernel table: flops, compulsory bytes and ideal AI against N",
         description=textwrap.fill(
             "Print, for each kernel of the lecture's complexity table (daxpy, dgemv, dgemm, "
-            "fft, cg, mg, nbody) and the kernels hroof simulates that they stand on (spmv, "
+            "fft, cg, mg, nbody), dot, and the kernels hroof simulates that they stand on (spmv, "
             "stencil5, stencil7, stencil27), at each N: the exact flop count, the compulsory "
             "data volume in bytes (double precision; every input read once, every output "
             "written once), the ideal arithmetic intensity (FLOP/byte) and its order in N "
@@ -99,7 +99,7 @@ def register(sub, machine_sub) -> None:
     p.add_argument(
         "--simulate",
         action="store_true",
-        help="also simulate daxpy, dgemv, gemm, spmv and the stencils at the size matching "
+        help="also simulate daxpy, dot, dgemv, gemm, spmv and the stencils at the size matching "
         "each N and show their AI per level",
     )
     p.add_argument(

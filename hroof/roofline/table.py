@@ -344,7 +344,7 @@ def table_row(
     Parameters
     ----------
     kernel : str
-        One of :data:`KERNELS` (``daxpy``, ``dgemv``, ``dgemm``, ``fft``, ``cg``,
+        One of :data:`KERNELS` (``daxpy``, ``dot``, ``dgemv``, ``dgemm``, ``fft``, ``cg``,
         ``mg``, ``nbody``, ``spmv``, ``stencil5``, ``stencil7``, ``stencil27``).
     n : int
         The problem size N (what it counts: the kernel's ``n_means``).
