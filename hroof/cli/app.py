@@ -32,6 +32,7 @@ from hroof.cli import (
     machine,
     measure,
     mrc,
+    power,
     run,
     simulate,
     spmv_blocking,
@@ -45,7 +46,7 @@ from hroof.studies.executor import PointsFailed
 #: The command modules, in the order ``hroof --help`` lists them. Each has
 #: ``register(sub, machine_sub)`` adding its subcommands.
 COMMANDS = (
-    simulate, sweep, mrc, study, run, demo, machine, measure, energy, spmv_blocking, table,
+    simulate, sweep, mrc, study, run, demo, machine, measure, energy, power, spmv_blocking, table,
     accel, gpu_threads, warm,
 )  # fmt: skip
 

@@ -19,7 +19,12 @@ from hroof.cachesim.config import LEVEL_KEYS, HierarchyConfig, hierarchy_from_di
 from hroof.machine.catalog import bundled_machines, host_machine_path, machine_path
 
 #: The machine file's schema: the tables and keys it may have (docs/architecture.md).
-TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured"})
+TOP_KEYS = frozenset({"machine", "compute", "level", "memory", "energy", "measured", "gpu"})
+#: ``[gpu]``: what the launch model of ``hroof power`` needs (docs/energy.md, "Power and
+#: energy-efficiency rooflines"): residency limits per SM and two latencies in SM cycles.
+GPU_KEYS = frozenset(
+    {"warps_per_sm", "blocks_per_sm", "memory_latency", "fma_latency", "source", "estimate"}
+)
 MACHINE_KEYS = frozenset(
     {"name", "description", "source", "notes", "kind", "sms", "cores", "clock_ghz",
      "socket_cores"}
@@ -180,6 +185,9 @@ class Machine:
         empty or None where the file gives none.
     memory_bandwidth_socket : float or None
         GB/s from memory of all the socket's cores together.
+    gpu : dict
+        The ``[gpu]`` table (validated: positive integers, ``source`` and ``estimate``
+        texts); empty when the file has none.
     """
 
     name: str
@@ -202,6 +210,7 @@ class Machine:
     socket_cores: int | None = None
     socket_bandwidths: tuple[float | None, ...] = ()
     memory_bandwidth_socket: float | None = None
+    gpu: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         if len(self.bandwidths) != len(self.hierarchy.levels):
@@ -383,6 +392,20 @@ def _energy(raw, names: list[str], source: str) -> Energy:
     return Energy(flop, const, byte_pj, None if src is None else str(src), unverified)
 
 
+def _gpu(raw, source: str) -> dict:
+    where = f"[gpu] of {source}"
+    _check_keys(raw, GPU_KEYS, where)
+    out = {}
+    for key, value in raw.items():
+        if key in ("source", "estimate"):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{key} of {where} must be a non-empty text, got {value!r}")
+            out[key] = value.strip()
+        else:
+            out[key] = _optional_positive(raw, key, where, int)
+    return out
+
+
 def _optional_positive(table: dict, key: str, where: str, kind=float):
     value = table.get(key)
     if value is None:
@@ -501,6 +524,7 @@ def machine_from_dict(doc: dict, source: str = "<dict>") -> Machine:
         memory_bandwidth_socket=_optional_positive(
             memory, "bandwidth_socket", f"[memory] of {source}"
         ),
+        gpu=_gpu(doc["gpu"], source) if "gpu" in doc else {},
     )
 
 
