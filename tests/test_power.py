@@ -2,9 +2,9 @@
 ``hroof power``.
 
 The launch model's four rates and the energy are worked by hand on a made-up GPU; the
-presets' figures are recomputed from the datasheet numbers their files cite; the experiment's
-size (two arrays of 67,108,864 elements, references/energy-roofline.zh.txt) runs as a slow
-test.
+presets' figures are recomputed from the datasheet numbers their files cite. The experiment's
+size (two arrays of 67,108,864 elements, references/energy-roofline.zh.txt) is run by row G4
+of docs/fidelity.md (tests/test_fidelity_table.py).
 """
 
 from __future__ import annotations
