@@ -64,10 +64,11 @@ plane of ``old``, ``bj`` of ``new``), independent of ``ny``. Blocking ``k`` by
 every block.
 
 Safety factor. ``safety`` scales the capacity. The default, 1/2, is the rule
-of thumb of kerncraft's LC predictor and of the ECM papers: real caches are
-not fully associative LRU and hold other data, so the condition is only
-trusted with half of the cache. With ``safety = 1`` the rule is the exact LRU
-one that the simulator follows (up to set conflicts and a few lines).
+of thumb of the layer-condition and ECM papers: real caches are not fully
+associative LRU and hold other data, so the condition is only trusted with half
+of the cache. kerncraft's LC predictor itself (0.8.18) compares a requirement with
+the whole cache, as ``safety = 1`` does here: the exact LRU rule that the
+simulator follows (up to set conflicts and a few lines), and what hroof's sweeps use.
 
 Inclusion policies. A condition holds when the reused layers fit in the
 capacity that keeps them, which depends on the level's ``inclusion`` policy
@@ -389,7 +390,8 @@ def stencil_layer_conditions(
         ``"stencil7"`` (default), ``"stencil5"`` or ``"stencil27"``.
     safety : float
         Fraction of each capacity the condition may use, in (0, 1]. Default 1/2
-        (kerncraft's rule of thumb); 1 is the exact fully-associative LRU rule.
+        (the layer-condition papers' rule of thumb); 1 is the exact fully-associative
+        LRU rule, and kerncraft's LC predictor's.
 
     Returns
     -------
