@@ -63,6 +63,14 @@ def test_one_warp_is_latency_bound_by_littles_law():
     assert p.gflops == pytest.approx(0.16)
 
 
+def test_no_more_elements_in_flight_than_the_run_has():
+    tiny = Work("dot", 100, 200.0, {"DRAM": 1600.0}, "DRAM", 8)
+    p = model_point(G, tiny, M, Launch(1024, 8, ilp=4))
+    assert p.rates["memory latency"] == 100 * 1e9 / 400
+    assert p.rates["dependency chain"] == 100 * 1e9 / 8
+    assert p.bound == "memory latency" and p.time_s == pytest.approx(400e-9)  # one latency
+
+
 def test_a_full_launch_is_bandwidth_bound():
     p = model_point(G, DOT, M, Launch(1024, 8))
     assert p.bound == "memory bandwidth"

@@ -16,7 +16,7 @@ They measured. hroof models, in two halves:
 
   * memory bandwidth: ``bandwidth / bytes per element``;
   * memory latency (Little's law): ``resident threads x ILP / memory latency``, each thread
-    having ILP elements' loads in flight;
+    having ILP elements' loads in flight (at most the run's elements in flight);
   * issue: ``active SMs x FMA lanes per SM x clock / instructions per element``, one
     instruction per element with FMA, two (a multiply and an add) without;
   * the dependency chain of a reduction: ``resident threads x ILP x clock / FMA latency``, each
@@ -247,11 +247,14 @@ def model_point(gpu: Gpu, work: Work, model: EnergyModel, launch: Launch) -> Poi
     clock = gpu.clock_ghz * 1e9
     per_elem = work.memory_bytes / work.elements
     instructions = 1 if (fusable and launch.fma) else flops_per
+    # Elements in flight: ILP per resident thread, at most the run's elements (a launch of
+    # more threads than elements leaves the rest idle).
+    flight = min(threads * launch.ilp, work.elements)
     rates = {
         "memory bandwidth": math.inf if per_elem == 0 else gpu.bandwidth * 1e9 / per_elem,
-        "memory latency": threads * launch.ilp * clock / gpu.memory_latency,
+        "memory latency": flight * clock / gpu.memory_latency,
         "issue": sms * gpu.fma_lanes * clock / instructions,
-        "dependency chain": (threads * launch.ilp * clock / gpu.fma_latency) if chain else math.inf,
+        "dependency chain": (flight * clock / gpu.fma_latency) if chain else math.inf,
     }
     bound = min(LIMITS, key=lambda k: rates[k])
     time = work.elements / rates[bound]
