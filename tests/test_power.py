@@ -215,8 +215,9 @@ def test_power_json_and_plot(capsys, tmp_path):
                          "--variant", "128x13", "--variant", "128x13+ilp4",
                          "--constant-w", "40", "--plot", png, "-q")  # fmt: skip
     assert code == 0, err
-    doc = json.loads(out)
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert doc["schema"] == "hroof.power/1" and doc["energy_model"]["constant_w"] == 40
+    assert doc["variants"][0]["limits_elements_per_s"]["dependency chain"] is None  # no chain
     a, b = doc["variants"]
     assert (a["variant"], b["variant"]) == ("128x13", "128x13 ILP4")
     assert b["time_s"] < a["time_s"] and b["gflop_per_j"] > a["gflop_per_j"]

@@ -210,7 +210,10 @@ class Point:
             "ilp": self.launch.ilp,
             "resident_threads": self.resident_threads,
             "active_sms": self.active_sms,
-            "limits_elements_per_s": dict(self.rates),
+            # elements per second of each limit; None where it does not apply (no chain)
+            "limits_elements_per_s": {
+                k: (None if math.isinf(v) else v) for k, v in self.rates.items()
+            },
             "bound": self.bound,
             "time_s": self.time_s,
             "gflop_s": self.gflops,
@@ -272,8 +275,7 @@ def model_point(gpu: Gpu, work: Work, model: EnergyModel, launch: Launch) -> Poi
         machine=model.machine, flops=work.flops, time_s=time, binding=bound,
         parts=tuple(parts), uncharged=tuple(uncharged), untimed=(), constant_w=model.constant_w,
     )  # fmt: skip
-    return Point(launch, threads, sms, {k: rates[k] for k in LIMITS if k in rates}, bound, time,
-                 est)  # fmt: skip
+    return Point(launch, threads, sms, rates, bound, time, est)
 
 
 def default_launches(gpu: Gpu) -> list[Launch]:
