@@ -141,7 +141,7 @@ def format_power(plan, gpu, model, work, pairs, precision: str, width: int) -> s
               + ", ".join(f"{lv.name} {lv.byte_pj:g} pJ/B" for lv in model.levels if lv.byte_pj)
               + f", {model.constant_w:g} W constant")  # fmt: skip
     if model.unverified:
-        energy += f"\n{model.unverified}"
+        energy += f"\nUNVERIFIED: {model.unverified}"
     launch = (f"{gpu.sms} SMs at {gpu.clock_ghz:g} GHz, {gpu.warps_per_sm} warps and "
               f"{gpu.blocks_per_sm} blocks resident per SM, {precision} peak {gpu.peak:g} "
               f"GFLOP/s ({gpu.fma_lanes:g} FMA lanes per SM), {work.memory} {gpu.bandwidth:g} "

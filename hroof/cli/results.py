@@ -286,7 +286,22 @@ def format_machine(machine: Machine | HierarchyConfig) -> str:
         parts += [f"{name} {pj:g} pJ/B" for name, pj in e.byte_pj.items()]
         if e.constant_w is not None:
             parts.append(f"constant {e.constant_w:g} W")
-        items.append(("energy", ", ".join(parts) or "table present, no figures"))
+        text = ", ".join(parts) or "table present, no figures"
+        if getattr(e, "unverified", None):
+            text += f"\nUNVERIFIED: {e.unverified}"
+        items.append(("energy", text))
+    gpu = getattr(machine, "gpu", None) or {}
+    if gpu:
+        names = {
+            "warps_per_sm": "warps per SM",
+            "blocks_per_sm": "blocks per SM",
+            "memory_latency": "cycles memory latency",
+            "fma_latency": "cycles FMA latency",
+        }
+        text = ", ".join(f"{gpu[k]} {v}" for k, v in names.items() if k in gpu)
+        if gpu.get("estimate"):
+            text += f"\nESTIMATE: {gpu['estimate']}"
+        items.append(("launch", text))  # fmt: skip
     for key, value in machine.measured.items():
         if isinstance(value, dict):
             value = f"{len(value)} entries (see the file)"
