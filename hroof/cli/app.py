@@ -138,7 +138,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal's number when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
     """
     with signals_raise():  # SIGTERM, SIGHUP: the same cleanup as Ctrl-C, then one line
-        return _main(argv)
+        code = _main(argv)
+    if code > 128:
+        # An interrupt can leave an object half-built (llvmlite's, when it lands while Numba
+        # loads a kernel): its __del__ then fails as the interpreter exits, which Python prints
+        # as "Exception ignored" with a traceback under the one-line message. Nothing is left
+        # to do by then: say nothing more.
+        sys.unraisablehook = _quiet
+    return code
+
+
+def _quiet(args) -> None:
+    """``sys.unraisablehook`` after an interrupt: the program has said all it will."""
 
 
 def _main(argv: Sequence[str] | None) -> int:
