@@ -271,7 +271,7 @@ _NOTICE: dict = {"stream": None, "after": 1.0, "shown": False, "depth": 0, "time
 
 #: The line a command prints while hroof's kernels compile for the first time.
 COMPILE_NOTICE = (
-    "hroof: compiling the simulator's kernels for this machine, once (about 10-30 s; "
+    "hroof: compiling the simulator's kernels for this machine, once (about 10-40 s; "
     "later runs load them from the cache; 'hroof warm' compiles them all ahead)"
 )
 

@@ -12,7 +12,7 @@ _DESCRIPTION = """\
 Compile every Numba kernel hroof runs (the simulator's level passes and access engine,
 several cores, set sampling, miss-ratio curves, every kernel's trace generator and the
 trace readers), a group per process, and keep them in the on-disk cache. A command
-otherwise compiles the kernels of its own path on its first run (10-30 s on a 2-core
+otherwise compiles the kernels of its own path on its first run (10-40 s on a 2-core
 machine for 'hroof simulate') and loads them in a fraction of a second after. Run once
 after installing or updating hroof, or let 'make demo' and 'make test' run it; when
 everything is compiled already it takes a few seconds. The kernels are kept beside

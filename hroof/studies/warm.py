@@ -2,7 +2,7 @@
 
 A kernel compiles on its first use and is kept in Numba's on-disk cache
 (``hroof._base.jit.numba_cache_dir``): the first ``hroof simulate`` on a machine pays
-10-30 s for the kernels its path needs, each later one loads them in a fraction of a
+10-40 s for the kernels its path needs, each later one loads them in a fraction of a
 second. :func:`warm` pays it for every path at once, in two phases (:data:`PHASES`):
 first the groups that compile kernels no other group compiles (the access engine, the
 plain level passes, the miss-ratio curves, the generators), spread over processes, each
