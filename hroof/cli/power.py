@@ -170,12 +170,12 @@ def format_power(plan, gpu, model, work, pairs, precision: str, width: int) -> s
             lines += textwrap.wrap(c, max(40, width), initial_indent="  ",
                                    subsequent_indent="    ")  # fmt: skip
     lines.append("")
-    for note in _notes(model, work, precision, pairs):
+    for note in _notes(model, precision, pairs):
         lines += textwrap.wrap(note, max(40, width), subsequent_indent="  ")
     return "\n".join(lines)
 
 
-def _notes(model, work, precision, pairs) -> list[str]:
+def _notes(model, precision, pairs) -> list[str]:
     out = []
     if model.constant_w == 0:
         out.append(
@@ -266,7 +266,7 @@ def cmd_power(args: argparse.Namespace) -> int:
                 {**p.to_dict(work.memory_bytes), "changes": None if b is None else b.launch.label}
                 for p, b in pairs
             ],
-            "notes": _notes(model, work, precision, pairs),
+            "notes": _notes(model, precision, pairs),
         }
         emit(json.dumps(doc, indent=1, default=str))
         return 0
