@@ -278,9 +278,14 @@ def test_tiny_measurement_ordering(tiny):
         if l1 and s.sizes[-1] > s.capacities[-1][1]:
             assert max(l1) > 1.5 * s.gbs[-1], (s.kernel, s.threads, max(l1), s.gbs[-1])
             checked += 1
-        found = [f.gbs for f in s.levels if f.gbs is not None]
+        found = [f for f in s.levels if f.gbs is not None]
         if s.levels[0].gbs is not None and len(found) > 1:
-            assert s.levels[0].gbs > found[-1]
+            deepest = found[-1]
+            if deepest.name == HOST.machine.memory_name:
+                assert s.levels[0].gbs > deepest.gbs, (s.kernel, s.threads, deepest)
+            else:  # a cache level's plateau: within the trials' noise of L1's, never far above
+                # (seen in CI: L1 206 GB/s, L2 213 GB/s, the other test worker running)
+                assert s.levels[0].gbs > 0.7 * deepest.gbs, (s.kernel, s.threads, deepest)
     if tiny.sweeps[0].sizes[-1] > tiny.sweeps[0].capacities[-1][1]:
         assert checked == len(tiny.sweeps)
 
