@@ -284,6 +284,21 @@ def _at_first(lv, idx, lo_c, lo_a, depth):
 
 
 @lazy_njit(**GEN)
+def _emit_seg(t0, t1, lv, idx, base, stride, asize, akind, addr, size, kind, n):
+    """Emit accesses ``t0 .. t1 - 1`` (a pre or post segment of loop ``lv``: their addresses
+    depend on loops ``0 .. lv`` only) at ``n``; return the new ``n``."""
+    for t in range(t0, t1):
+        a = base[t]
+        for e in range(lv + 1):
+            a += stride[t, e] * idx[e]
+        addr[n] = a
+        size[n] = asize[t]
+        kind[n] = akind[t]
+        n += 1
+    return n
+
+
+@lazy_njit(**GEN)
 def _walk(lo_c, lo_a, hi_c, hi_a, step, depth, dim_c, dim_a, ndims, every, ck_pos, ck_idx,
           dmin, dmax, counts, outer):  # fmt: skip
     """Every row of the nest once: the iterations, the rows, checkpoints (while
@@ -388,14 +403,8 @@ def _nest_gen(pos, stop, addr, size, kind, args):
         if i_in == 0:  # the row starts: pre(l) where loops l+1 .. D-2 stand at their first
             for lv in range(D - 1):
                 if _at_first(lv, idx, lo_c, lo_a, D):
-                    for t in range(seg[lv], seg[lv + 1]):
-                        a = base[t]
-                        for e in range(lv + 1):
-                            a += stride[t, e] * idx[e]
-                        addr[n] = a
-                        size[n] = asize[t]
-                        kind[n] = akind[t]
-                        n += 1
+                    n = _emit_seg(seg[lv], seg[lv + 1], lv, idx, base, stride, asize, akind,
+                                  addr, size, kind, n)  # fmt: skip
         k = min(trip - i_in, stop - pos)
         if nbody > 0:
             k = min(k, (cap - n - npost) // nbody)
@@ -436,14 +445,8 @@ def _nest_gen(pos, stop, addr, size, kind, args):
                         last = False
                         break
                 if last:
-                    for t in range(seg[D + s], seg[D + s + 1]):
-                        a = base[t]
-                        for e in range(lv + 1):
-                            a += stride[t, e] * idx[e]
-                        addr[n] = a
-                        size[n] = asize[t]
-                        kind[n] = akind[t]
-                        n += 1
+                    n = _emit_seg(seg[D + s], seg[D + s + 1], lv, idx, base, stride, asize,
+                                  akind, addr, size, kind, n)  # fmt: skip
             i_in = 0
             trip = 0
             while trip == 0:
